@@ -1,0 +1,121 @@
+"""Stochastic gradients: what a sampler sees in place of grad U.
+
+An oracle is called as `oracle(theta, rng, value=False)` and returns (u, g): u is the
+estimate of U(theta) (None unless asked for: only state-dependent metrics need it), g the
+estimate of grad U(theta), both per chain. `oracle.bhat(theta)` is its estimate of the
+gradient-noise covariance V, the B-hat of Eq. (9). Every oracle draws its randomness from
+the rng it is given, in a fixed order, so two samplers handed equal generators see equal
+gradients.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .potentials import Potential
+
+
+class GradientError(ValueError):
+    pass
+
+
+class ExactGradient:
+    """Full-data gradient: no noise, no random draws."""
+    noisy = False
+    scalar_bhat = True   # its B-hat is one number (fast paths need that)
+
+    def __init__(self, potential: Potential):
+        self.potential = potential
+
+    def __call__(self, theta, rng, value=False):
+        return (self.potential.U(theta) if value else None), self.potential.grad(theta)
+
+    def bhat(self, theta):
+        return 0.0
+
+    def describe(self) -> str:
+        return "exact gradient"
+
+
+class SimulatedNoise(ExactGradient):
+    """grad U~ = grad U + N(0, V), Eq. (8); V a scalar (times I) or a (d, d) covariance."""
+    noisy = True
+
+    def __init__(self, potential: Potential, V=1.0):
+        super().__init__(potential)
+        V = np.asarray(V, float)
+        d = potential.dim
+        if V.ndim == 0:
+            if not np.isfinite(V) or V < 0:
+                raise GradientError(f"gradient-noise variance V must be a finite number >= 0, got {float(V)}")
+            self._scale = np.sqrt(float(V))
+        elif V.shape == (d, d):
+            if not np.allclose(V, V.T) or np.linalg.eigvalsh(V).min() < -1e-12:
+                raise GradientError("gradient-noise covariance V must be symmetric positive semidefinite")
+            w, vecs = np.linalg.eigh(V)
+            self._scale = (vecs * np.sqrt(np.clip(w, 0, None))).T   # rows: z @ scale has covariance V
+        else:
+            raise GradientError(f"V must be a scalar or a {d}x{d} matrix, got shape {V.shape}")
+        self.V = V
+        self.scalar_bhat = V.ndim == 0
+
+    def __call__(self, theta, rng, value=False):
+        u, g = super().__call__(theta, rng, value)
+        noise = rng.standard_normal(theta.shape)
+        g += noise @ self._scale if np.ndim(self._scale) else self._scale * noise
+        return u, g
+
+    def bhat(self, theta):
+        return self.V if self.V.ndim else float(self.V)
+
+    def describe(self) -> str:
+        return f"grad U + N(0, V), V = {self.V.tolist()}"
+
+
+class Minibatch:
+    """Real minibatch gradients of a data posterior, Eq. (7): (N/n) sum over a batch of n examples.
+
+    Each chain draws its own batch, with replacement, every call. B-hat is the batch's
+    estimate of the covariance of the stochastic gradient, (N^2/n) Cov_i(grad l_i).
+    """
+    noisy = True
+    scalar_bhat = False
+
+    def __init__(self, potential: Potential, batch: int):
+        data = potential.data
+        if data is None:
+            raise GradientError(f"potential '{potential.name}' has no data: minibatches need a data posterior")
+        if not 1 <= int(batch) <= data.n:
+            raise GradientError(f"batch size must be between 1 and N = {data.n}, got {batch}")
+        self.potential, self.data, self.batch = potential, data, int(batch)
+        self._last = None
+
+    def __call__(self, theta, rng, value=False):
+        data, n = self.data, self.batch
+        idx = rng.integers(0, data.n, size=(theta.shape[0], n))
+        per = data.example_grads(theta, idx)
+        self._last = per
+        scale = data.n / n
+        g = scale * per.sum(1) + data.prior_grad(theta)
+        u = scale * data.example_losses(theta, idx).sum(1) + data.prior_U(theta) if value else None
+        return u, g
+
+    def bhat(self, theta):
+        """Per-chain covariance estimate from the last batch drawn: (chains, d, d)."""
+        if self._last is None or self.batch < 2:
+            return 0.0
+        per = self._last - self._last.mean(1, keepdims=True)
+        cov = np.einsum("cbi,cbj->cij", per, per) / (self.batch - 1)
+        return cov * self.data.n ** 2 / self.batch
+
+    def describe(self) -> str:
+        return f"minibatch of {self.batch} of N = {self.data.n}"
+
+
+def make_oracle(potential: Potential, V=None, batch=None):
+    if batch is not None and V not in (None, 0, 0.0):
+        raise GradientError("choose either simulated gradient noise V or a minibatch size, not both")
+    if batch is not None:
+        return Minibatch(potential, batch)
+    if V is None or (np.ndim(V) == 0 and float(V) == 0.0):
+        return ExactGradient(potential)
+    return SimulatedNoise(potential, V)

@@ -1,0 +1,84 @@
+"""Running an ensemble of chains: stepping, divergence handling, keeping samples."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .diagnostics import DivergenceGuard
+from .gradients import make_oracle
+from .potentials import get_potential
+from .registry import Sampler
+
+
+class Ensemble:
+    """Many chains of one sampler, advanced together; diverged chains are frozen and counted."""
+
+    def __init__(self, sampler: Sampler, chains: int, seed: int = 0, theta0=None, bound: float = 1e6,
+                 engine: bool = False):
+        self.sampler, self.seed, self.engine = sampler, int(seed), engine
+        self.rng = np.random.default_rng(self.seed)
+        self.z = sampler.init_state(chains, self.rng, theta0)
+        self.guard = DivergenceGuard(self.z.shape[0], bound)
+        self.t = 0
+
+    @property
+    def theta(self) -> np.ndarray:
+        return self.z[:, : self.sampler.dim]
+
+    @property
+    def aux(self) -> np.ndarray:
+        return self.z[:, self.sampler.dim:]
+
+    @property
+    def n_diverged(self) -> int:
+        return self.guard.n_diverged
+
+    def advance(self, steps: int = 1) -> np.ndarray:
+        step = self.sampler.engine_step if self.engine else self.sampler.step
+        for _ in range(int(steps)):
+            self.t += 1
+            with np.errstate(all="ignore"):   # overflow is caught below, per chain
+                new = step(self.z, self.rng, self.t)
+            self.z = self.guard.apply(self.z, new)
+        return self.z
+
+
+@dataclass
+class RunResult:
+    theta: np.ndarray                 # (kept, chains, dim)
+    z: np.ndarray                     # final full state (chains, n)
+    diverged: int
+    alive: np.ndarray                 # (chains,)
+    meta: dict = field(default_factory=dict)
+    aux: np.ndarray | None = None     # (kept, chains, n_aux) when asked for
+
+
+def run(sampler: Sampler, steps: int, chains: int = 1000, burn: int = 0, thin: int = 1, seed: int = 0,
+        theta0=None, keep_aux: bool = False, engine: bool = False, progress=None) -> RunResult:
+    """Advance `chains` chains for burn + steps steps, keeping every `thin`-th state after burn-in."""
+    if steps < 1 or burn < 0 or thin < 1:
+        raise ValueError("need steps >= 1, burn >= 0, thin >= 1")
+    ens = Ensemble(sampler, chains, seed, theta0, engine=engine)
+    ens.advance(burn)
+    kept = steps // thin
+    theta = np.empty((kept, ens.z.shape[0], sampler.dim))
+    aux = np.empty((kept, ens.z.shape[0], ens.z.shape[1] - sampler.dim)) if keep_aux else None
+    for k in range(kept):
+        ens.advance(thin)
+        theta[k] = ens.theta
+        if keep_aux:
+            aux[k] = ens.aux
+        if progress is not None:
+            progress(k + 1, kept)
+    meta = dict(sampler=sampler.name, potential=sampler.potential.name, params=sampler.params,
+                gradient=sampler.oracle.describe(), seed=int(seed), chains=int(chains), steps=int(steps),
+                burn=int(burn), thin=int(thin), diverged=ens.n_diverged)
+    return RunResult(theta, ens.z, ens.n_diverged, ens.guard.alive.copy(), meta, aux)
+
+
+def quick_run(sampler_name: str, potential: str, steps: int, chains: int = 1000, V=None, batch=None,
+              seed: int = 0, burn: int = 0, thin: int = 1, **params) -> RunResult:
+    pot = get_potential(potential)
+    s = Sampler(sampler_name, pot, make_oracle(pot, V, batch), **params)
+    return run(s, steps, chains, burn, thin, seed)

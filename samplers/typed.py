@@ -1,0 +1,61 @@
+"""Potentials typed by the user, `expr:<U>`: parsed by the whitelist parser, differentiated by sympy."""
+from __future__ import annotations
+
+import numpy as np
+import sympy
+
+from .expr import ExpressionError, compile_expression
+from .potentials import Potential, PotentialError
+
+BOX_HALF_WIDTHS = (5.0, 10.0, 20.0)
+
+
+def _vectorise(fn, shape_like):
+    """lambdify returns scalars for constant terms; broadcast them to one value per chain."""
+    def call(t):
+        with np.errstate(all="ignore"):
+            out = fn(*t.T)
+        return np.broadcast_to(np.asarray(out, float), shape_like(t)).copy()
+    return call
+
+
+def typed_potential(text: str, box=None) -> Potential:
+    try:
+        expr, used = compile_expression(text, ("x", "y"))
+    except ExpressionError as err:
+        raise PotentialError(f"invalid expression: {err}") from None
+    names = ("x", "y") if "y" in used else ("x",)
+    syms = [sympy.Symbol(n, real=True) for n in names]
+    grads = [sympy.diff(expr, s) for s in syms]
+    d = len(syms)
+    U = _vectorise(sympy.lambdify(syms, expr, "numpy"), lambda t: (t.shape[0],))
+    gfun = sympy.lambdify(syms, grads, "numpy")
+
+    def grad(t):
+        with np.errstate(all="ignore"):
+            parts = gfun(*t.T)
+        return np.stack([np.broadcast_to(np.asarray(g, float), (t.shape[0],)) for g in parts], axis=1)
+
+    boxes = [box] if box is not None else [tuple((-h, h) for _ in range(d)) for h in BOX_HALF_WIDTHS]
+    last = None
+    for b in boxes:
+        try:
+            pot = Potential(f"expr:{text.strip()}", d, U, grad, tuple(b),
+                            description="typed potential", formula="U = " + sympy.latex(expr))
+        except PotentialError as err:
+            last = err
+            continue
+        _check_gradient_finite(pot)
+        pot.sym = expr
+        return pot
+    raise PotentialError(str(last))
+
+
+def _check_gradient_finite(pot: Potential, n: int = 101):
+    axes = [np.linspace(lo, hi, n) for lo, hi in pot.box]
+    pts = np.stack([a.ravel() for a in np.meshgrid(*axes, indexing="ij")], axis=1)
+    g = pot.grad(pts)
+    bad = ~np.isfinite(g).all(axis=1)
+    if bad.any():
+        where = ", ".join(f"{v:.3g}" for v in pts[np.argmax(bad)])
+        raise PotentialError(f"the gradient of U is not finite at ({where})")

@@ -1,0 +1,216 @@
+import numpy as np
+import pytest
+from scipy import signal, stats
+
+from samplers import diagnostics as dg
+
+N = 200_000
+EDGES = np.linspace(-4.0, 4.0, 41)
+
+
+@pytest.fixture(scope="module")
+def masses():
+    return dg.bin_masses_1d(stats.norm.pdf, EDGES)
+
+
+@pytest.fixture(scope="module")
+def exact_sample():
+    return np.random.default_rng(0).standard_normal(N)
+
+
+def ar1(phi, steps=2000, chains=200, seed=1):
+    """Stationary AR(1) with unit innovations, all chains at once."""
+    e = np.random.default_rng(seed).standard_normal((steps, chains))
+    e[0] /= np.sqrt(1 - phi**2)  # start in the stationary law
+    return signal.lfilter([1.0], [1.0, -phi], e, axis=0)
+
+
+# --- bin masses -------------------------------------------------------------
+
+def test_bin_masses_1d_match_cdf():
+    widths = np.random.default_rng(5).uniform(0.05, 0.5, 40)
+    for edges in (np.linspace(-6, 6, 61), np.cumsum(np.r_[-6.0, widths])):
+        m = dg.bin_masses_1d(stats.norm.pdf, edges)
+        assert m.shape == (edges.size - 1,)
+        np.testing.assert_allclose(m, np.diff(stats.norm.cdf(edges)), atol=1e-8)
+
+
+def test_bin_masses_2d_product_of_1d():
+    xe, ye = np.linspace(-4, 4, 21), np.linspace(-5, 7, 31)
+    fy = stats.norm(1.0, 2.0).pdf
+    m2 = dg.bin_masses_2d(lambda x, y: stats.norm.pdf(x) * fy(y), xe, ye)
+    assert m2.shape == (20, 30)
+    # Tensor Simpson of a product density is the product of 1-D Simpsons.
+    expect = np.outer(dg.bin_masses_1d(stats.norm.pdf, xe, 8), dg.bin_masses_1d(fy, ye, 8))
+    np.testing.assert_allclose(m2, expect, rtol=1e-12, atol=1e-15)
+    exact = np.outer(np.diff(stats.norm.cdf(xe)), np.diff(stats.norm(1.0, 2.0).cdf(ye)))
+    np.testing.assert_allclose(m2, exact, atol=1e-8)
+
+
+# --- histograms and distances ----------------------------------------------
+
+def test_histogram_probs_outside_and_nonfinite():
+    edges = np.array([0.0, 1.0, 2.0])
+    x = np.array([0.0, 0.5, 1.0, 1.99, 2.0, -1.0, np.nan, np.inf, -np.inf, 1.5])
+    p, out = dg.histogram_probs(x, edges)
+    np.testing.assert_allclose(p, [0.2, 0.3])  # half-open bins: 2.0 is outside
+    assert out == pytest.approx(0.5)
+
+
+def test_histogram_probs_2d_and_trace_shapes():
+    xe, ye = np.array([0.0, 1.0, 2.0]), np.array([0.0, 1.0])
+    pts = np.array([[0.5, 0.5], [1.5, 0.2], [1.5, 0.9], [0.5, 1.5], [np.nan, 0.5]])
+    p, out = dg.histogram_probs(pts, (xe, ye))
+    np.testing.assert_allclose(p, [[0.2], [0.4]])
+    assert out == pytest.approx(0.4)
+    # A (steps, chains) trace is pooled.
+    p1, _ = dg.histogram_probs(np.zeros((3, 4)) + 0.5, xe)
+    np.testing.assert_allclose(p1, [1.0, 0.0])
+
+
+def test_kl_exact_and_shifted(masses, exact_sample):
+    bias = dg.kl_mc_bias(masses.size + 1, N)
+    kl = dg.kl_divergence(exact_sample, EDGES, masses)
+    assert 0 < kl < 3 * bias
+
+    shifted = exact_sample + 0.5
+    p = dg.bin_masses_1d(stats.norm(0.5).pdf, EDGES)
+    p, q = np.append(p, 1 - p.sum()), np.append(masses, 1 - masses.sum())
+    analytic = np.sum(p * np.log(p / q))
+    kl_shift = dg.kl_divergence(shifted, EDGES, masses)
+    assert kl_shift > 100 * bias
+    assert kl_shift == pytest.approx(analytic, abs=max(5 * bias, 3e-3))
+
+
+def test_kl_zero_mass_bin_is_large_but_finite():
+    edges = np.array([0.0, 1.0, 2.0])
+    kl = dg.kl_divergence(np.array([0.5, 1.5]), edges, np.array([1.0, 0.0]))
+    assert np.isfinite(kl) and kl > 10
+
+
+def test_tv_exact_and_shifted(masses, exact_sample):
+    q = np.append(masses, 1 - masses.sum())
+    # E|p_hat - q| ~ sqrt(2 q (1-q) / (pi N)) per bin
+    expected = 0.5 * np.sum(np.sqrt(2 * q * (1 - q) / (np.pi * N)))
+    assert dg.tv_distance(exact_sample, EDGES, masses) < 1.5 * expected
+
+    p = dg.bin_masses_1d(stats.norm(0.5).pdf, EDGES)
+    analytic = 0.5 * np.abs(np.append(p, 1 - p.sum()) - q).sum()
+    tv = dg.tv_distance(exact_sample + 0.5, EDGES, masses)
+    assert tv == pytest.approx(analytic, abs=3 * expected)
+    assert tv > 10 * expected
+
+
+def test_masses_shape_mismatch_raises(masses, exact_sample):
+    with pytest.raises(ValueError):
+        dg.kl_divergence(exact_sample, EDGES, masses[:-1])
+
+
+def test_ks_matches_scipy(exact_sample):
+    d = dg.ks_distance(exact_sample, stats.norm.cdf)
+    assert d == stats.kstest(exact_sample, stats.norm.cdf).statistic
+    assert d < 1.63 / np.sqrt(N)
+    shifted = dg.ks_distance(exact_sample + 0.5, stats.norm.cdf)
+    assert shifted == pytest.approx(2 * stats.norm.cdf(0.25) - 1, abs=0.01)
+
+
+def test_grid_cdf(exact_sample):
+    edges = np.linspace(-6, 6, 241)
+    cdf = dg.grid_cdf(edges, dg.bin_masses_1d(stats.norm.pdf, edges))
+    x = np.linspace(-7, 7, 1001)
+    np.testing.assert_allclose(cdf(x), stats.norm.cdf(x), atol=2e-4)
+    assert cdf(np.array([[-10.0, 10.0]])).tolist() == [[0.0, 1.0]]
+    assert dg.ks_distance(exact_sample, cdf) == pytest.approx(
+        dg.ks_distance(exact_sample, stats.norm.cdf), abs=3e-4)
+
+
+# --- autocorrelation and ESS -----------------------------------------------
+
+@pytest.mark.parametrize("phi", [0.5, 0.9])
+def test_ess_ar1(phi):
+    x = ar1(phi)
+    theory = x.size * (1 - phi) / (1 + phi)
+    assert dg.ess(x) == pytest.approx(theory, rel=0.15)
+    rho = dg.autocorrelation(x, max_lag=10)
+    assert rho.shape == (11,) and rho[0] == 1
+    np.testing.assert_allclose(rho[1:4], phi ** np.arange(1, 4), atol=0.02)
+    s = dg.sum_autocorrelation(x, 20)
+    assert s == pytest.approx(phi * (1 - phi**20) / (1 - phi), rel=0.1)
+
+
+def test_ess_iid_single_and_multi_chain():
+    x = np.random.default_rng(2).standard_normal((2000, 200))
+    assert dg.ess(x) == pytest.approx(x.size, rel=0.1)
+    assert dg.ess(x[:, 0]) == pytest.approx(2000, rel=0.2)
+
+
+def test_ess_per_dim_matches_scalar():
+    x = np.stack([ar1(0.5, 500, 50), ar1(0.9, 500, 50, seed=3)], axis=-1)
+    np.testing.assert_allclose(dg.ess_per_dim(x), [dg.ess(x[..., 0]), dg.ess(x[..., 1])])
+
+
+def test_ess_constant_and_stuck_chains():
+    assert np.isnan(dg.ess(np.full((100, 4), 0.1)))
+    assert np.isnan(dg.ess_per_dim(np.zeros((100, 4, 2)))).all()
+    # Chains stuck at different values: no within-chain motion, tiny ESS.
+    stuck = np.tile(np.arange(4.0), (100, 1))
+    assert dg.ess(stuck) < 10
+    assert np.isnan(dg.ess(np.arange(3.0)))  # too short for Geyer pairs
+
+
+def test_ess_penalises_disagreeing_chains():
+    x = ar1(0.5, 500, 40)
+    offset = np.linspace(-1.0, 1.0, 40)  # chains not mixed with each other
+    assert dg.ess(x + offset) < 0.2 * dg.ess(x)
+
+
+# --- dynamics health -------------------------------------------------------
+
+def test_kinetic_temperature():
+    r = np.random.default_rng(4).standard_normal((5000, 10))
+    t = dg.kinetic_temperature(r)
+    assert t.shape == (5000,)
+    assert t.mean() == pytest.approx(1.0, abs=0.02)
+
+
+def test_find_divergent_shapes():
+    z = np.zeros((4, 3))
+    z[1, 2], z[2, 0], z[3, 1] = np.nan, -np.inf, 2e6
+    np.testing.assert_array_equal(dg.find_divergent(z), [False, True, True, True])
+    np.testing.assert_array_equal(dg.find_divergent(z[:, 0]), [False, False, True, False])
+    assert dg.find_divergent(np.zeros((7, 2, 3))).shape == (7,)
+
+
+def test_divergence_guard_freezes_and_counts():
+    guard = dg.DivergenceGuard(5, bound=1e6)
+    z0 = np.zeros((5, 3))
+    z1 = guard.apply(z0, z0 + 1.0)  # step 0: all fine
+    bad = z1 + 1.0
+    bad[1, 0], bad[3, 2] = np.inf, np.nan
+    bad_copy = bad.copy()
+    z2 = guard.apply(z1, bad)  # step 1: chains 1 and 3 diverge
+    np.testing.assert_array_equal(bad, bad_copy)  # inputs untouched
+    assert np.isfinite(z2).all()
+    np.testing.assert_array_equal(z2[[1, 3]], z1[[1, 3]])
+    np.testing.assert_array_equal(z2[[0, 2, 4]], 2.0)
+    prop = z2 + 1.0
+    prop[4, 1] = 1e7
+    z3 = guard.apply(z2, prop)  # step 2: chain 4 blows up; dead chains stay put
+    np.testing.assert_array_equal(z3[[1, 3, 4]], z2[[1, 3, 4]])
+    np.testing.assert_array_equal(z3[[0, 2]], 3.0)
+    np.testing.assert_array_equal(guard.alive, [True, False, True, False, False])
+    np.testing.assert_array_equal(guard.first_step, [-1, 1, -1, 1, 2])
+    assert guard.n_diverged == 3 and guard.step == 3
+
+    guard.reset()
+    assert guard.alive.all() and guard.n_diverged == 0 and guard.step == 0
+    assert (guard.first_step == -1).all()
+
+
+def test_divergence_guard_rejects_bad_inputs():
+    guard = dg.DivergenceGuard(2)
+    with pytest.raises(ValueError):
+        guard.apply(np.zeros((3, 2)), np.zeros((3, 2)))
+    with pytest.raises(ValueError):  # nothing finite to freeze at
+        guard.apply(np.full((2, 2), np.nan), np.full((2, 2), np.nan))
+    assert guard.alive.all() and guard.step == 0  # failed call changed nothing

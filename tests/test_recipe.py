@@ -1,0 +1,143 @@
+import numpy as np
+import pytest
+import sympy
+
+from samplers.gradients import ExactGradient
+from samplers.potentials import get_potential
+from samplers.recipe import Recipe, RecipeError, StateSymbols
+from samplers.registry import Sampler, sampler_names
+from samplers.stationarity import stationarity_residual
+
+
+def hmc_like(D=None, Q=None, kinetic=None):
+    sym = StateSymbols.make(1, ["r"])
+    th, r = sym.theta[0], sym.aux[0]
+    D = D if D is not None else sympy.diag(0, 1)
+    Q = Q if Q is not None else sympy.Matrix([[0, -1], [1, 0]])
+    return Recipe("t", sym, kinetic if kinetic is not None else r ** 2 / 2, D, Q), sym
+
+
+def test_non_skew_q_names_the_entry():
+    with pytest.raises(RecipeError, match=r"Q is not skew-symmetric: Q\[theta,r\] = -1 but Q\[r,theta\] = -1"):
+        hmc_like(Q=sympy.Matrix([[0, -1], [-1, 0]]))
+
+
+def test_nonzero_q_diagonal_is_not_skew():
+    with pytest.raises(RecipeError, match=r"Q\[r,r\]"):
+        hmc_like(Q=sympy.Matrix([[0, -1], [1, 2]]))
+
+
+def test_asymmetric_d_names_the_entry():
+    with pytest.raises(RecipeError, match=r"D is not symmetric: D\[theta,r\] = 1"):
+        hmc_like(D=sympy.Matrix([[1, 1], [0, 1]]))
+
+
+def test_negative_d_names_the_entry():
+    with pytest.raises(RecipeError, match=r"D\[r,r\] = -2 < 0"):
+        hmc_like(D=sympy.diag(0, -2))
+
+
+def test_indefinite_d_gives_the_eigenvalue():
+    with pytest.raises(RecipeError, match="eigenvalue"):
+        hmc_like(D=sympy.Matrix([[1, 2], [2, 1]]))
+
+
+def test_wrong_shape_and_non_finite_entries():
+    with pytest.raises(RecipeError, match="must be 2x2"):
+        hmc_like(D=sympy.eye(3))
+    with pytest.raises(RecipeError, match="not finite"):
+        hmc_like(D=sympy.diag(0, sympy.oo))
+
+
+def test_gamma_is_derived_symbolically_with_the_chain_rule():
+    sym = StateSymbols.make(1, [])
+    rec = Recipe("sgrld", sym, 0, sympy.Matrix([[sympy.sqrt(sym.U + 2)]]), sympy.zeros(1, 1))
+    # Gamma = d/dtheta sqrt(U + 2) = U'(theta) / (2 sqrt(U + 2))
+    expected = sym.g[0] / (2 * sympy.sqrt(sym.u + 2))
+    assert sympy.simplify(rec.Gamma.sym[0] - expected) == 0
+
+
+def test_state_dependent_q_gives_gamma():
+    sym = StateSymbols.make(1, ["r"])
+    th, r = sym.theta[0], sym.aux[0]
+    rec = Recipe("q", sym, r ** 2 / 2, sympy.zeros(2, 2), sympy.Matrix([[0, -th ** 2 - 1], [th ** 2 + 1, 0]]))
+    # Gamma_r = d/dtheta Q[r, theta] = 2 theta; Gamma_theta = d/dr Q[theta, r] = 0
+    assert list(rec.Gamma.sym) == [0, 2 * th]
+
+
+def test_noise_covariance_must_stay_psd():
+    rec, _ = hmc_like()
+    z = np.zeros((3, 2))
+    with pytest.raises(RecipeError, match="not positive semidefinite"):
+        rec.step(z, np.random.default_rng(0), ExactGradient(get_potential("gaussian")), eps=0.5, bhat=10.0)
+
+
+def test_latex_renders_sde_and_update():
+    rec, _ = hmc_like()
+    assert r"\sqrt{2\,1}" in rec.latex_sde() or r"\sqrt{2" in rec.latex_sde()
+    up = rec.latex_update()
+    assert r"\leftarrow" in up and r"\epsilon" in up and r"\mathcal N" in up
+    m = rec.matrices_latex()
+    assert set(m) == {"z", "H", "D", "Q", "Gamma"}
+
+
+def test_naive_switch_changes_only_the_named_term():
+    pot = get_potential("gaussian")
+    s = Sampler("sgrhmc", pot, ExactGradient(pot))
+    naive = s.recipe.with_drop({"gamma"})
+    z = np.array([[0.3, -0.2], [1.0, 0.5]])
+    u, g = pot.U(z[:, :1]), pot.grad(z[:, :1])
+    diff = s.recipe.drift(z, u, g) - naive.drift(z, u, g)
+    np.testing.assert_allclose(diff, s.recipe.Gamma(z, u, g))
+    with pytest.raises(RecipeError, match="can only drop"):
+        s.recipe.with_drop({"everything"})
+
+
+# -- Theorem 1, measured: the Fokker-Planck residual ----------------------------------
+@pytest.mark.parametrize("potential", ["gaussian", "double-well", "banana"])
+@pytest.mark.parametrize("name", sampler_names())
+def test_stationarity_residual(name, potential, make_sampler):
+    s = make_sampler(name, potential, V=1.0)
+    res = stationarity_residual(s.recipe, s.potential)
+    if s.spec.naive:
+        assert res.relative > 5e-3, f"{name} should visibly leave exp(-H): residual {res.relative:.2e}"
+    else:
+        assert res.relative < 1e-5, f"{name} is a recipe: residual {res.relative:.2e}"
+
+
+def test_thermostat_erratum_settled_by_the_drift():
+    """Erratum 2: with Q_{r,xi} = r/d, only H with (d/2)(xi - A)^2 gives Eq. (15)'s dynamics
+    (r' = -grad U - xi r, xi' = r.r/d - 1); the printed 1/(2d) gives another sampler."""
+    d, A = 2, sympy.Integer(1)
+    sym = StateSymbols.make(d, ["r_1", "r_2", "xi"])
+    r, xi = sym.aux[:2], sym.aux[2]
+    Q = sympy.zeros(5, 5)
+    for i in range(d):
+        Q[i, d + i], Q[d + i, i] = -1, 1
+        Q[d + i, 4], Q[4, d + i] = r[i] / d, -r[i] / d
+    D = sympy.diag(0, 0, A, A, 0)
+    eq15 = [r[0], r[1], -sym.g[0] - xi * r[0], -sym.g[1] - xi * r[1], (r[0] ** 2 + r[1] ** 2) / d - 1]
+
+    def drift(thermo):
+        return Recipe("sgnht", sym, (r[0] ** 2 + r[1] ** 2) / 2 + thermo, D, Q).drift_exprs()
+
+    right = drift(sympy.Rational(d, 2) * (xi - A) ** 2)
+    wrong = drift((xi - A) ** 2 / (2 * d))
+    assert all(sympy.simplify(a - b) == 0 for a, b in zip(right, eq15))
+    assert any(sympy.simplify(a - b) != 0 for a, b in zip(wrong, eq15))
+
+
+def test_residual_catches_a_dropped_gamma_for_state_dependent_diffusion():
+    """Theorem 1's Gamma is not optional: SGRLD without it leaves the target."""
+    pot = get_potential("double-well")
+    s = Sampler("sgrld", pot, ExactGradient(pot))
+    assert stationarity_residual(s.recipe, pot).relative < 1e-5
+    assert stationarity_residual(s.recipe.with_drop({"gamma"}), pot).relative > 1e-2
+
+
+def test_residual_field_on_a_grid():
+    pot = get_potential("gaussian")
+    s = Sampler("sghmc-naive", pot, ExactGradient(pot), C=0.5)
+    res = stationarity_residual(s.recipe, pot, n_grid=51)
+    assert res.grid_field().shape == (51, 51)
+    assert res.names == ["theta", "r"]
