@@ -62,6 +62,13 @@ class StateSymbols:
         return expr
 
 
+def _show(e) -> str:
+    """An entry for an error message: short decimals, abs() as typed."""
+    e = sympy.sympify(e)
+    plain = all(q.q <= 1000 for q in e.atoms(sympy.Rational)) and not e.atoms(sympy.Float)
+    return sympy.sstr(e if plain else sympy.N(e, 6)).replace("Abs(", "abs(")
+
+
 class _Field:
     """A matrix or vector of expressions, evaluated per chain; constant when it holds no symbol."""
 
@@ -175,11 +182,11 @@ class Recipe:
         for i in range(self.n):
             for j in range(i, self.n):
                 if sympy.simplify(D[i, j] - D[j, i]) != 0:
-                    raise RecipeError(f"D is not symmetric: D[{z[i]},{z[j]}] = {D[i, j]} but "
-                                      f"D[{z[j]},{z[i]}] = {D[j, i]}")
+                    raise RecipeError(f"D is not symmetric: D[{z[i]},{z[j]}] = {_show(D[i, j])} but "
+                                      f"D[{z[j]},{z[i]}] = {_show(D[j, i])}")
                 if sympy.simplify(Q[i, j] + Q[j, i]) != 0:
-                    raise RecipeError(f"Q is not skew-symmetric: Q[{z[i]},{z[j]}] = {Q[i, j]} but "
-                                      f"Q[{z[j]},{z[i]}] = {Q[j, i]} (should be {-Q[i, j]})")
+                    raise RecipeError(f"Q is not skew-symmetric: Q[{z[i]},{z[j]}] = {_show(Q[i, j])} but "
+                                      f"Q[{z[j]},{z[i]}] = {_show(Q[j, i])} (should be {_show(-Q[i, j])})")
 
     def _probe_points(self, n=64, seed=0):
         rng = np.random.default_rng(seed)

@@ -7,6 +7,7 @@ a gradient oracle and parameter values.
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -108,6 +109,7 @@ class Sampler:
         self.aux_names = self.spec.aux(self.dim, self.params)
         self.n = self.dim + len(self.aux_names)
         self._recipe = None
+        self._edited = False   # True once the recipe was replaced: only the engine knows it then
 
     def __getitem__(self, key):
         return self.params[key]
@@ -164,10 +166,18 @@ class Sampler:
     def needs_fast_path(self) -> bool:
         return any(self.params.get(k) == v for k, v in self.spec.fast_only.items())
 
+    def with_recipe(self, recipe: Recipe) -> "Sampler":
+        """The same sampler stepping an edited (H, D, Q) through the generic engine."""
+        if recipe.n != self.n:
+            raise SamplerError(f"the edited recipe has {recipe.n} state variables, the sampler {self.n}")
+        other = copy.copy(self)
+        other._recipe, other._edited = recipe, True
+        return other
+
     @property
     def fast_ok(self) -> bool:
         """Fast paths take a scalar B-hat; a per-chain or matrix one goes through the engine."""
-        if self.spec.fast is None:
+        if self.spec.fast is None or self._edited:
             return False
         b = self.bhat
         return np.ndim(b) == 0 if b is not None else self.oracle.scalar_bhat

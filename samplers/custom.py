@@ -1,0 +1,51 @@
+"""User-edited recipes: D and Q typed cell by cell, parsed by the whitelist parser.
+
+Cells are expressions in the state variables (theta, r, xi, ... as the sampler names them)
+and U, the potential's value (so a metric like 1.5*sqrt(abs(U + 0.5)) works, and Gamma
+follows by the chain rule). Every error names the cell.
+"""
+from __future__ import annotations
+
+import sympy
+
+from .expr import ExpressionError, parse_expression
+from .recipe import Recipe, RecipeError
+
+
+def cell_variables(recipe: Recipe) -> tuple[str, ...]:
+    return tuple(str(s) for s in recipe.sym.z) + ("U",)
+
+
+def parse_matrix(name: str, cells, recipe: Recipe) -> sympy.Matrix:
+    """A matrix of typed cells for `recipe`'s state, with U turned back into U(theta)."""
+    n = recipe.n
+    if len(cells) != n or any(len(row) != n for row in cells):
+        raise RecipeError(f"{name} must be {n}x{n}")
+    variables = cell_variables(recipe)
+    u_plain = sympy.Symbol("U", real=True)
+    out = sympy.zeros(n, n)
+    for i, row in enumerate(cells):
+        for j, text in enumerate(row):
+            text = str(text).strip() or "0"
+            try:
+                expr = parse_expression(text, variables)
+            except ExpressionError as err:
+                raise RecipeError(f"{name}[{recipe.sym.z[i]},{recipe.sym.z[j]}]: {err}") from None
+            out[i, j] = expr.subs(u_plain, recipe.sym.U)
+    return out
+
+
+def matrix_cells(matrix: sympy.Matrix) -> list[list[str]]:
+    """A recipe's matrix as editable text cells (U(theta) printed as U)."""
+    def show(e):
+        e = e.replace(lambda x: isinstance(x, sympy.core.function.AppliedUndef), lambda x: sympy.Symbol("U"))
+        return sympy.sstr(e).replace("Abs(", "abs(")
+    return [[show(matrix[i, j]) for j in range(matrix.shape[1])] for i in range(matrix.shape[0])]
+
+
+def edited_recipe(base: Recipe, D_cells, Q_cells, drop=None) -> Recipe:
+    """The base recipe's H and update order with the user's D and Q (validated: symmetric PSD, skew)."""
+    D = parse_matrix("D", D_cells, base)
+    Q = parse_matrix("Q", Q_cells, base)
+    return Recipe(base.name + " (edited)", base.sym, base.kinetic, D, Q, blocks=base.blocks,
+                  drop=base.drop if drop is None else drop, aux_box=base.aux_box, description=base.description)
