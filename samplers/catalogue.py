@@ -12,7 +12,7 @@ import numpy as np
 import sympy
 from sympy import Abs, Matrix, Rational, eye, sqrt, zeros
 
-from .recipe import Recipe, StateSymbols
+from .recipe import Recipe, StateSymbols, _scaled_noise
 from .registry import SamplerError, SamplerSpec, register
 
 FAST_SCALAR_ONLY = "the fast path takes a scalar Bhat"
@@ -32,13 +32,13 @@ def _scalar_bhat(s, theta):
     return float(b) if np.ndim(b) == 0 else None
 
 
-def _kick(var, shape, rng, what="2D - eps*Bhat"):
+def _kick(var, shape, rng):
     """sqrt(var) * N(0, 1); var is the per-coordinate variance eps (2D - eps B^)."""
-    if np.min(var) < -1e-10 * max(np.max(np.abs(var)), 1e-300):
-        from .recipe import RecipeError
-        raise RecipeError(f"{what} is not positive semidefinite (variance {np.min(var):.4g}); "
-                          "try a smaller step size or a smaller Bhat")
-    return np.sqrt(np.clip(var, 0.0, None)) * rng.standard_normal(shape)
+    xi = rng.standard_normal(shape)
+    if np.ndim(var) == 0 and var >= 0:   # the common case, without temporaries
+        xi *= np.sqrt(var)
+        return xi
+    return _scaled_noise(np.broadcast_to(var, shape), xi)
 
 
 def _noise_level(oracle) -> float:
@@ -146,10 +146,12 @@ def sghmc_fast(s, z, rng):
     b = _scalar_bhat(s, theta)
     if b is None:
         raise SamplerError(FAST_SCALAR_ONLY)
+    # in place where possible: this is the path the speed benchmark holds to the RNG floor
     out = np.empty_like(z)
     r_new = out[:, d:]
     np.multiply(r, 1.0 - eps * friction / M, out=r_new)
-    r_new -= eps * g
+    g *= eps
+    r_new -= g
     if C:   # with C = 0 the recipe has no diffusion and draws nothing
         r_new += _kick(eps * (2 * C - eps * b), r.shape, rng)
     np.multiply(r_new, eps / M, out=out[:, :d])

@@ -61,7 +61,11 @@ class SimulatedNoise(ExactGradient):
     def __call__(self, theta, rng, value=False):
         u, g = super().__call__(theta, rng, value)
         noise = rng.standard_normal(theta.shape)
-        g += noise @ self._scale if np.ndim(self._scale) else self._scale * noise
+        if np.ndim(self._scale):
+            g += noise @ self._scale
+        else:
+            noise *= self._scale
+            g += noise
         return u, g
 
     def bhat(self, theta):

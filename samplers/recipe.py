@@ -111,6 +111,20 @@ def _rows_times(mat, rows, vec):
     return np.einsum("nij,nj->ni", mat[:, rows], vec)
 
 
+def _columns(values, n):
+    """Lambdified rows (arrays, or plain numbers for constant rows) as an (n, k) array."""
+    return np.stack([np.broadcast_to(v, (n,)) for v in values], axis=1)
+
+
+def _scaled_noise(var, xi, what="2D - eps*Bhat"):
+    """sqrt(var) * xi for per-coordinate variances; raises if one is clearly negative."""
+    low = var.min(initial=0.0)
+    if low < -1e-10 * max(float(np.abs(var).max(initial=0.0)), 1e-300):
+        raise RecipeError(f"{what} is not positive semidefinite: variance {low:.4g}"
+                          " (try a smaller step size or a smaller Bhat)")
+    return np.sqrt(np.clip(var, 0.0, None)) * xi
+
+
 def _correlated_noise(cov, xi, what):
     """L xi with L L^T = cov, per chain (cov (k, k) or (N, k, k)); raises if cov is not PSD."""
     diag = np.diagonal(cov, axis1=-2, axis2=-1)
@@ -228,6 +242,29 @@ class Recipe:
             uses_grad = bool(M[np.ix_(b, np.arange(d))].any()) or needs_g_any or self.needs_u
             self._block_plan.append(dict(rows=b, uses_grad=uses_grad, moves_theta=bool((b < d).any()),
                                          noisy=np.intersect1d(b, self.noisy)))
+        self._compile()
+
+    def _compile(self):
+        """Lambdify each block's drift rows, and its noise variances for a scalar B^, into numpy code.
+
+        This is the engine's hot path: the same formulas as `drift` and `noise_cov`, but without
+        building per-chain matrices. A matrix or per-chain B^ (minibatch estimates) and correlated
+        noise use the matrix path.
+        """
+        sym, d = self.sym, self.dim
+        eps_s, b_s = sympy.Symbol("eps"), sympy.Symbol("bhat")
+        drift = self.drift_exprs()
+        M = self.D.sym + self.Q.sym
+        args = [sym.z, sym.u, sym.g]
+        for plan in self._block_plan:
+            rows, noisy = plan["rows"], plan["noisy"]
+            plan["drift_fn"] = sympy.lambdify(args, [drift[i] for i in rows], "numpy")
+            plan["var_fn"] = None
+            if noisy.size and all(self.D.sym[i, j] == 0 and sum(M[i, k] * M[j, k] for k in range(d)) == 0
+                                  for i in noisy for j in noisy if i != j):
+                var = [eps_s * (2 * self.D.sym[i, i] - eps_s * b_s * sum(M[i, k] ** 2 for k in range(d)))
+                       for i in noisy]
+                plan["var_fn"] = sympy.lambdify(args + [eps_s, b_s], var, "numpy")
 
     def grad_h(self, z, g):
         """grad H with the (noisy) gradient g in the theta slots."""
@@ -284,13 +321,20 @@ class Recipe:
                 u, g = oracle(z[:, : self.dim], rng, value=self.needs_u)
                 b_now = oracle.bhat(z[:, : self.dim]) if bhat is None else bhat
             gg = g if g is not None else np.zeros((z.shape[0], self.dim))
-            f = self.drift(z, u, gg, rows)
             noisy = plan["noisy"]
             b = b_now if plan["uses_grad"] else 0.0
+            compiled = np.ndim(b) == 0
+            if compiled:
+                cols, gcols = list(z.T), list(gg.T)
+                f = _columns(plan["drift_fn"](cols, u, gcols), z.shape[0])
+            else:
+                f = self.drift(z, u, gg, rows)
             if noisy.size:
-                cov = self.noise_cov(z, u, gg, eps, b, noisy)
                 xi = rng.standard_normal((z.shape[0], noisy.size))
-                kick = _correlated_noise(cov, xi, "2D - eps*Bhat")
+                if compiled and plan["var_fn"] is not None:
+                    kick = _scaled_noise(_columns(plan["var_fn"](cols, u, gcols, eps, float(b)), z.shape[0]), xi)
+                else:
+                    kick = _correlated_noise(self.noise_cov(z, u, gg, eps, b, noisy), xi, "2D - eps*Bhat")
             z[:, rows] += eps * f
             if noisy.size:
                 z[:, noisy] += kick

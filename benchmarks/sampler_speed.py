@@ -1,0 +1,67 @@
+"""Chain-steps per second of the fast paths and the generic engine, against the RNG floor.
+
+The floor of a sampler is numpy's normal-variate rate divided by the number of normal
+variates one chain-step draws (gradient noise plus injected noise): no step can be faster
+than drawing its random numbers. All figures come from one run, so they are comparable.
+
+    python benchmarks/sampler_speed.py [--quick]
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from samplers.gradients import make_oracle
+from samplers.potentials import get_potential
+from samplers.registry import Sampler
+
+
+def best_time(fn, repeat):
+    best = np.inf
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def normal_rate(n, repeat):
+    rng = np.random.default_rng(0)
+    steps = max(1, 200000 // n)
+    return n * steps / best_time(lambda: [rng.standard_normal((n, 1)) for _ in range(steps)], repeat)
+
+
+def step_rate(sampler, chains, engine, repeat):
+    rng = np.random.default_rng(1)
+    z = sampler.init_state(chains, rng)
+    step = sampler.engine_step if engine else sampler.step
+    steps = max(2, 200000 // chains)
+
+    def go():
+        nonlocal z
+        for t in range(steps):
+            z = step(z, rng, t + 1)
+    go()  # warm up (sympy lambdify caches, allocations)
+    return chains * steps / best_time(go, repeat)
+
+
+def main(quick: bool = False):
+    pot = get_potential("gaussian")
+    sizes = [10 ** 3, 10 ** 4, 10 ** 5] if quick else [10 ** 3, 10 ** 4, 10 ** 5, 10 ** 6]
+    repeat = 2 if quick else 5
+    # normal variates per chain-step on a 1-D target with gradient noise: one for the noise, one injected
+    draws = {"sgld": 2, "sghmc": 2, "sgnht": 2}
+    print(f"{'sampler':8s} {'chains':>8s} {'steps/s':>12s} {'floor':>12s} {'of floor':>9s} {'engine/fast':>12s}")
+    for name, k in draws.items():
+        s = Sampler(name, pot, make_oracle(pot, V=1.0))
+        for n in sizes:
+            floor = normal_rate(n, repeat) / k
+            fast = step_rate(s, n, False, repeat)
+            eng = step_rate(s, n, True, repeat)
+            print(f"{name:8s} {n:8d} {fast:12.3e} {floor:12.3e} {fast / floor:9.2f} {eng / fast:12.2f}")
+
+
+if __name__ == "__main__":
+    main("--quick" in sys.argv)
