@@ -13,9 +13,10 @@ minibatch update of Eq. (9)
 vectorised over chains, and into LaTeX. D and Q are sympy matrices in the state symbols;
 they may depend on theta through U itself (written `sym.U`, an undefined function of
 theta, so that sympy's chain rule gives Gamma in terms of U and its gradient). Matrices that
-hold no symbol are used as constant numpy arrays. A naive sampler is the same recipe with
-a named term dropped: `drop={"gamma"}` or `drop={"friction"}` (the D grad H part of the
-drift, keeping D's noise).
+hold no symbol are used as constant numpy arrays. D and Q may also be plain functions of
+the state, (N, n) -> (N, n, n); Gamma is then taken by central differences. A naive sampler
+is the same recipe with a named term dropped: "gamma", "friction" (the D grad H part of the
+drift, keeping D's noise) or "noise_correction" (B^ ignored).
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy
 
-DROPPABLE = {"gamma": r"\Gamma", "friction": r"D\nabla H"}
+DROPPABLE = {"gamma": r"\Gamma", "friction": r"D\nabla H", "noise_correction": r"\epsilon\hat B"}
 
 
 class RecipeError(ValueError):
@@ -104,6 +105,42 @@ class _Field:
         return np.array([[e != 0 for e in row] for row in self.sym.tolist()]).reshape(self.shape)
 
 
+class _NumericField:
+    """D(z) or Q(z) given as a function of the state, (N, n) -> (N, n, n): no symbols, Gamma by differences."""
+    const = None
+    sym = None
+    needs_u = needs_g = False
+
+    def __init__(self, fn, n: int, probes):
+        self.fn, self.shape = fn, (n, n)
+        with np.errstate(all="ignore"):
+            self.structural = np.any(self(probes, None, None) != 0, axis=0)
+
+    def __call__(self, z, u, g):
+        return np.broadcast_to(np.asarray(self.fn(z), float), (z.shape[0],) + self.shape)
+
+
+class _DifferencedGamma:
+    """Gamma_i = sum_j d(D_ij + Q_ij)/dz_j by central differences, for numeric D and Q."""
+    const = None
+    sym = None
+    needs_u = needs_g = False
+
+    def __init__(self, D, Q, n: int, h: float = 1e-5):
+        self.D, self.Q, self.n, self.h = D, Q, n, h
+        self.shape = (n,)
+
+    def __call__(self, z, u, g):
+        out = np.zeros((z.shape[0], self.n))
+        for j in range(self.n):
+            e = np.zeros(self.n)
+            e[j] = self.h
+            up = self.D(z + e, u, g) + self.Q(z + e, u, g)
+            down = self.D(z - e, u, g) + self.Q(z - e, u, g)
+            out += (up[:, :, j] - down[:, :, j]) / (2 * self.h)
+        return out
+
+
 def _rows_times(mat, rows, vec):
     """mat[..., rows, :] @ vec per chain, for a constant (n, n) or per-chain (N, n, n) matrix."""
     if mat.ndim == 2:
@@ -163,20 +200,28 @@ class Recipe:
             raise RecipeError(f"can only drop {sorted(DROPPABLE)}, not {sorted(unknown)}")
         self.drop = frozenset(drop)
         self.kinetic = sympy.sympify(kinetic)
-        Dm, Qm = sympy.Matrix(D), sympy.Matrix(Q)
-        self._validate_shapes(Dm, Qm)
-        self._raw = (Dm, Qm)  # before U is flattened to a symbol, so Gamma keeps the chain rule
-        self.D, self.Q = _Field(Dm, sym), _Field(Qm, sym)
-        self._validate_symmetry()
-        gamma = sympy.Matrix([sum(sympy.diff(Dm[i, j] + Qm[i, j], sym.z[j]) for j in range(self.n))
-                              for i in range(self.n)])
-        self.Gamma = _Field(gamma, sym, vector=True)
+        self.aux_box = list(aux_box) or [(-4.0, 4.0)] * len(sym.aux)
+        self._raw = (D, Q)  # as given (U not yet flattened to a symbol, so Gamma keeps the chain rule)
+        self.numeric = callable(D) or callable(Q)
+        if self.numeric:
+            probes = self._probe_points()[0]
+            self.D, self.Q = (_NumericField(m if callable(m) else (lambda z, m=np.asarray(m, float): m), self.n,
+                                            probes) for m in (D, Q))
+            self._validate_numeric(probes)
+            self.Gamma = _DifferencedGamma(self.D, self.Q, self.n)
+        else:
+            Dm, Qm = sympy.Matrix(D), sympy.Matrix(Q)
+            self._validate_shapes(Dm, Qm)
+            self.D, self.Q = _Field(Dm, sym), _Field(Qm, sym)
+            self._validate_symmetry()
+            gamma = sympy.Matrix([sum(sympy.diff(Dm[i, j] + Qm[i, j], sym.z[j]) for j in range(self.n))
+                                  for i in range(self.n)])
+            self.Gamma = _Field(gamma, sym, vector=True)
         dK = sympy.Matrix([sympy.diff(self.kinetic, v) for v in sym.z])
         self.dK = _Field(dK, sym, vector=True)
         self.blocks = [np.asarray(b) for b in (blocks or [list(range(self.n))])]
         if sorted(np.concatenate(self.blocks).tolist()) != list(range(self.n)):
             raise RecipeError("blocks must list every state index exactly once")
-        self.aux_box = list(aux_box) or [(-4.0, 4.0)] * len(sym.aux)
         self._plan()
         self._check_psd_on_probes()
 
@@ -201,6 +246,21 @@ class Recipe:
                 if sympy.simplify(Q[i, j] + Q[j, i]) != 0:
                     raise RecipeError(f"Q is not skew-symmetric: Q[{z[i]},{z[j]}] = {_show(Q[i, j])} but "
                                       f"Q[{z[j]},{z[i]}] = {_show(Q[j, i])} (should be {_show(-Q[i, j])})")
+
+    def _validate_numeric(self, z):
+        names = self.sym.z
+        for label, field, sign in (("D", self.D, 1.0), ("Q", self.Q, -1.0)):
+            with np.errstate(all="ignore"):
+                m = field(z, None, None)
+            if m.shape[1:] != (self.n, self.n):
+                raise RecipeError(f"{label} must be {self.n}x{self.n}, got {m.shape[1:]}")
+            gap = np.abs(m - sign * np.swapaxes(m, 1, 2))
+            if np.nanmax(gap) > 1e-9 * max(1.0, np.nanmax(np.abs(m))):
+                k, i, j = np.unravel_index(np.nanargmax(gap), gap.shape)
+                kind = "symmetric" if label == "D" else "skew-symmetric"
+                raise RecipeError(f"{label} is not {kind}: {label}[{names[i]},{names[j]}] = {m[k, i, j]:.4g} but "
+                                  f"{label}[{names[j]},{names[i]}] = {m[k, j, i]:.4g} at z = "
+                                  f"{np.round(z[k], 3).tolist()}")
 
     def _probe_points(self, n=64, seed=0):
         rng = np.random.default_rng(seed)
@@ -251,6 +311,8 @@ class Recipe:
         building per-chain matrices. A matrix or per-chain B^ (minibatch estimates) and correlated
         noise use the matrix path.
         """
+        if self.numeric:
+            return
         sym, d = self.sym, self.dim
         eps_s, b_s = sympy.Symbol("eps"), sympy.Symbol("bhat")
         drift = self.drift_exprs()
@@ -320,10 +382,12 @@ class Recipe:
             if plan["uses_grad"] and g is None:
                 u, g = oracle(z[:, : self.dim], rng, value=self.needs_u)
                 b_now = oracle.bhat(z[:, : self.dim]) if bhat is None else bhat
+                if "noise_correction" in self.drop:
+                    b_now = 0.0
             gg = g if g is not None else np.zeros((z.shape[0], self.dim))
             noisy = plan["noisy"]
             b = b_now if plan["uses_grad"] else 0.0
-            compiled = np.ndim(b) == 0
+            compiled = np.ndim(b) == 0 and "drift_fn" in plan
             if compiled:
                 cols, gcols = list(z.T), list(gg.T)
                 f = _columns(plan["drift_fn"](cols, u, gcols), z.shape[0])
@@ -331,7 +395,7 @@ class Recipe:
                 f = self.drift(z, u, gg, rows)
             if noisy.size:
                 xi = rng.standard_normal((z.shape[0], noisy.size))
-                if compiled and plan["var_fn"] is not None:
+                if compiled and plan.get("var_fn") is not None:
                     kick = _scaled_noise(_columns(plan["var_fn"](cols, u, gcols, eps, float(b)), z.shape[0]), xi)
                 else:
                     kick = _correlated_noise(self.noise_cov(z, u, gg, eps, b, noisy), xi, "2D - eps*Bhat")
@@ -345,6 +409,9 @@ class Recipe:
     # -- presentation --------------------------------------------------------------
     def matrices_latex(self) -> dict:
         sym = self.sym
+        if self.numeric:
+            return dict(z=sympy.latex(sympy.Matrix(sym.z).T), H="U + " + sympy.latex(self.kinetic),
+                        D=r"D(z)\ \text{(numeric)}", Q=r"Q(z)\ \text{(numeric)}", Gamma=r"\Gamma(z)\ \text{(differences)}")
         H = sympy.Symbol("U") + sym.flatten(self.kinetic)
         show = lambda m: sympy.latex(m)  # noqa: E731
         return dict(z=sympy.latex(sympy.Matrix(sym.z).T), H=sympy.latex(H), D=show(self.D.sym),
@@ -352,6 +419,8 @@ class Recipe:
 
     def drift_exprs(self, dropped: bool = True):
         """The drift f_i as sympy expressions in the state, U and grad U~ (dropped terms removed)."""
+        if self.numeric:
+            raise RecipeError("a recipe with numeric D and Q has no symbolic drift")
         sym = self.sym
         gh = [sym.flatten(sympy.diff(self.kinetic, v)) for v in sym.z]
         gh = [gh[i] + sym.g[i] if i < self.dim else gh[i] for i in range(self.n)]
@@ -366,6 +435,8 @@ class Recipe:
         return out
 
     def latex_sde(self) -> str:
+        if self.numeric:
+            return r"dz = \left[-(D(z) + Q(z))\nabla H(z) + \Gamma(z)\right]dt + \sqrt{2D(z)}\,dW"
         sym = self.sym
         lines = []
         for i, fi in enumerate(self.drift_exprs()):
@@ -376,6 +447,9 @@ class Recipe:
             + r"\end{aligned}"
 
     def latex_update(self) -> str:
+        if self.numeric:
+            return (r"z \leftarrow z - \epsilon\left[(D + Q)\nabla\tilde H - \Gamma\right]"
+                    r" + \mathcal N\!\left(0, \epsilon(2D - \epsilon\hat B)\right)")
         sym, eps = self.sym, sympy.Symbol(r"\epsilon")
         drift = self.drift_exprs()
         lines = []

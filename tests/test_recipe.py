@@ -141,3 +141,39 @@ def test_residual_field_on_a_grid():
     res = stationarity_residual(s.recipe, pot, n_grid=51)
     assert res.grid_field().shape == (51, 51)
     assert res.names == ["theta", "r"]
+
+
+def test_numeric_d_and_q_take_gamma_by_differences():
+    """The same state-dependent D given as sympy and as a function: equal steps, zero residual."""
+    pot = get_potential("double-well")
+    sym = StateSymbols.make(1, [])
+    th = sym.theta[0]
+    symbolic = Recipe("s", sym, 0, sympy.Matrix([[1 + th ** 2]]), sympy.zeros(1, 1))
+    numeric = Recipe("n", sym, 0, lambda z: (1 + z[:, :1, None] ** 2), np.zeros((1, 1)))
+    z = np.linspace(-2, 2, 9)[:, None]
+    np.testing.assert_allclose(numeric.Gamma(z, None, None), 2 * z, atol=1e-8)
+    oracle = ExactGradient(pot)
+    a = symbolic.step(z, np.random.default_rng(0), oracle, 0.01)
+    b = numeric.step(z, np.random.default_rng(0), oracle, 0.01)
+    np.testing.assert_allclose(a, b, atol=1e-9)
+    assert stationarity_residual(numeric, pot).relative < 1e-5
+    assert stationarity_residual(numeric.with_drop({"gamma"}), pot).relative > 1e-2
+    assert "numeric" in numeric.matrices_latex()["D"]
+
+
+def test_numeric_q_must_be_skew():
+    sym = StateSymbols.make(1, ["r"])
+    with pytest.raises(RecipeError, match=r"Q is not skew-symmetric: Q\[theta,r\]"):
+        Recipe("n", sym, sym.aux[0] ** 2 / 2, np.zeros((2, 2)), lambda z: np.array([[0.0, 1.0], [1.0, 0.0]]))
+
+
+def test_noise_correction_can_be_dropped():
+    rec, _ = hmc_like()
+    pot = get_potential("gaussian")
+    z = np.zeros((4, 2))
+    oracle = ExactGradient(pot)
+    kept = rec.step(z, np.random.default_rng(0), oracle, eps=0.1, bhat=1.0)
+    dropped = rec.with_drop({"noise_correction"}).step(z, np.random.default_rng(0), oracle, eps=0.1, bhat=1.0)
+    plain = rec.step(z, np.random.default_rng(0), oracle, eps=0.1, bhat=0.0)
+    np.testing.assert_allclose(dropped, plain)
+    assert not np.allclose(kept, plain)
