@@ -51,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, metavar="FILE.npz")
     d = sub.add_parser("diagnose", help="KL, TV, KS and ESS of a sample file against the exact density")
     d.add_argument("file")
+    r = sub.add_parser("reproduce", help="rerun an experiment of the sources: figure (PNG, SVG), numbers (CSV)")
+    r.add_argument("name", nargs="?", help="a reproduction name, or all")
+    r.add_argument("--list", action="store_true", help="name the reproductions")
+    r.add_argument("--out", default=None, metavar="DIR", help="where to write (default: assets/reproductions)")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--full", action="store_true", help="the paper's sizes (slow)")
     return p
 
 
@@ -120,11 +126,29 @@ def cmd_diagnose(args, out):
     print(f"ESS  {np.nanmin(ess):.1f} (smallest over coordinates)", file=out)
 
 
+def cmd_reproduce(args, out):
+    from .reproduce import REPRODUCTIONS, names, reproduce
+    available = names()
+    if args.list or not args.name:
+        if not args.list:
+            raise UsageError("name a reproduction (or all); --list names them")
+        for name in available:
+            print(f"{name:20s} {REPRODUCTIONS[name].title}", file=out)
+        return
+    todo = available if args.name == "all" else [args.name]
+    for name in todo:
+        if name not in REPRODUCTIONS:
+            raise UsageError(f"unknown reproduction '{name}' (choose from {', '.join(available)}, or all)")
+    for name in todo:
+        reproduce(name, args.out, args.seed, args.full, stream=out)
+
+
 def main(argv=None, out=None) -> int:
     out = out or sys.stdout
     try:
         args = build_parser().parse_args(argv)
-        {"list": cmd_list, "sample": cmd_sample, "diagnose": cmd_diagnose}[args.command](args, out)
+        commands = {"list": cmd_list, "sample": cmd_sample, "diagnose": cmd_diagnose, "reproduce": cmd_reproduce}
+        commands[args.command](args, out)
     except UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
