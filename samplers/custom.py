@@ -39,6 +39,8 @@ def matrix_cells(matrix: sympy.Matrix) -> list[list[str]]:
     """A recipe's matrix as editable text cells (U(theta) printed as U)."""
     def show(e):
         e = e.replace(lambda x: isinstance(x, sympy.core.function.AppliedUndef), lambda x: sympy.Symbol("U"))
+        # six digits read better than sqrt(1.5) printed to 15; any D and Q stay a valid recipe
+        e = e.xreplace({f: sympy.Float(f, 6) for f in e.atoms(sympy.Float)})
         return sympy.sstr(e).replace("Abs(", "abs(")
     return [[show(matrix[i, j]) for j in range(matrix.shape[1])] for i in range(matrix.shape[0])]
 
