@@ -44,7 +44,8 @@ class Potential:
             self._normalise_on_grid()
         if self.dim <= 2:
             for i in range(self.dim):
-                self.marginals.setdefault(i, self._grid_marginal(i))
+                if i not in self.marginals:   # a grid pass per missing marginal: skip closed forms
+                    self.marginals[i] = self._grid_marginal(i)
 
     # -- exact density -------------------------------------------------------------
     def U_chunked(self, theta: Array, chunk: int = 20000) -> Array:
@@ -96,6 +97,7 @@ class Potential:
         self.log_z = float(logsumexp(-u + log_w))
         self.u_min = float(u.min()) if self.u_min is None else self.u_min
         self._check_contained(u.reshape([n] * self.dim))
+        self._u_grid = (axes, u.reshape([n] * self.dim))   # reused by the grid marginals
 
     def _check_contained(self, u_grid: Array):
         """exp(-U) must have decayed at the edges of the box, or the law is not in the picture."""
@@ -110,9 +112,12 @@ class Potential:
     def _grid_marginal(self, i: int, n: int = 501):
         if self.dim == 1:
             return lambda x: self.density_xy(x)
-        axes = [np.linspace(lo, hi, n) for lo, hi in self.box]
-        X, Y = np.meshgrid(*axes, indexing="ij")
-        dens = self.density_xy(X, Y)
+        cached = getattr(self, "_u_grid", None)
+        if cached is not None and len(cached[0][0]) == n:
+            axes, dens = cached[0], np.exp(-cached[1] - self.log_z)
+        else:
+            axes = [np.linspace(lo, hi, n) for lo, hi in self.box]
+            dens = self.density_xy(*np.meshgrid(*axes, indexing="ij"))
         other = axes[1 - i]
         m = np.trapezoid(dens, other, axis=1 - i)
         xs = axes[i]
@@ -238,8 +243,12 @@ PRESETS: dict[str, Callable[..., Potential]] = {
 }
 
 
+# prefix -> builder(text after the prefix, **kwargs), registered by the modules that define them
+PREFIXES: dict[str, Callable[..., Potential]] = {}
+
+
 def preset_names() -> list[str]:
-    from . import data_posterior  # registers the data posteriors
+    from . import data_posterior, dirichlet  # noqa: F401  (register the data posteriors and simplex targets)
     return list(PRESETS)
 
 
@@ -248,11 +257,14 @@ def get_potential(spec: str, **kwargs) -> Potential:
 
     Presets are built once per process (their grids cost a moment); treat them as read-only.
     """
-    from . import data_posterior  # noqa: F401  (registers the data posteriors)
+    from . import data_posterior, dirichlet  # noqa: F401  (register the data posteriors and simplex targets)
     spec = spec.strip()
     if spec.startswith("expr:"):
         from .typed import typed_potential
         return typed_potential(spec[len("expr:"):], **kwargs)
+    for prefix, build in PREFIXES.items():
+        if spec.startswith(prefix):
+            return build(spec[len(prefix):], **kwargs)
     if spec not in PRESETS:
         raise PotentialError(f"unknown potential '{spec}' (choose from {', '.join(PRESETS)}, or expr:...)")
     return _preset(spec, tuple(sorted(kwargs.items())))

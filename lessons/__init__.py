@@ -1,0 +1,95 @@
+"""The course: one Markdown page per result of the sources, `lessons/NN-name.md`, and the numerical
+checks the pages show, `lessons/checks.py`.
+
+A page is YAML front matter between two `---` lines, then a Markdown body with MathJax math
+(`$...$` inline, `$$...$$` display, for markdown-it's dollarmath plugin):
+
+    ---
+    title: "The recipe (Theorem 1)"
+    order: 2
+    summary: "one sentence"
+    demo:                       # the lab preset the page opens
+      potential: double-well    # a preset name or "expr:..."
+      sampler: sgrld            # a registry name
+      params: {eps: 0.003}      # sampler parameters (registry names)
+      V: 1.0                    # simulated gradient-noise variance, or `batch: 20` (real minibatches)
+      chains: 2000
+      seed: 1
+      steps_per_frame: 20
+      compare: sgrld            # optional: a second sampler side by side (same potential, seed, noise)
+      compare_params: {}        # optional
+      drop: [gamma]             # optional: terms dropped from the first sampler's recipe
+    checks: [recipe_residual]   # functions in lessons/checks.py
+    ---
+    Markdown ... a line `{{check:recipe_residual}}` marks where the check's number goes.
+
+Links between pages are relative (`[next](03-completeness.md)`). Helpers for a renderer:
+
+    from lessons import load_lessons, run_check
+    for lesson in load_lessons():          # sorted by `order`
+        for kind, value in lesson.segments():
+            ...  # ("markdown", text) or ("check", name); run_check(name) -> the check's dict
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*\r?\n(.*)\Z", re.S)
+CHECK_LINE = re.compile(r"^[ \t]*\{\{check:([A-Za-z_][A-Za-z0-9_]*)\}\}[ \t]*$", re.M)
+
+__all__ = ["Lesson", "parse_lesson", "load_lessons", "run_check", "HERE"]
+
+
+@dataclass
+class Lesson:
+    slug: str          # file name without .md, e.g. "02-recipe"
+    path: Path
+    title: str
+    order: int
+    summary: str
+    demo: dict         # as in the front matter
+    checks: list       # check names
+    body: str          # Markdown after the front matter
+
+    def segments(self) -> list[tuple[str, str]]:
+        """The body cut at its check lines: [("markdown", text), ("check", name), ...]."""
+        out, pos = [], 0
+        for m in CHECK_LINE.finditer(self.body):
+            if m.start() > pos:
+                out.append(("markdown", self.body[pos:m.start()]))
+            out.append(("check", m.group(1)))
+            pos = m.end()
+        if pos < len(self.body):
+            out.append(("markdown", self.body[pos:]))
+        return out
+
+
+def parse_lesson(path) -> Lesson:
+    """One page; raises ValueError if the front matter is missing or malformed."""
+    import yaml
+    path = Path(path)
+    m = FRONT_MATTER.match(path.read_text(encoding="utf-8"))
+    if not m:
+        raise ValueError(f"{path.name}: no front matter between two '---' lines")
+    meta = yaml.safe_load(m.group(1))
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path.name}: the front matter is not a mapping")
+    missing = [k for k in ("title", "order", "summary", "demo", "checks") if k not in meta]
+    if missing:
+        raise ValueError(f"{path.name}: front matter lacks {', '.join(missing)}")
+    return Lesson(path.stem, path, str(meta["title"]), int(meta["order"]), str(meta["summary"]),
+                  dict(meta["demo"]), list(meta["checks"]), m.group(2))
+
+
+def load_lessons(folder=HERE) -> list[Lesson]:
+    """Every `NN-*.md` page in folder, sorted by `order`."""
+    return sorted((parse_lesson(p) for p in Path(folder).glob("[0-9][0-9]-*.md")), key=lambda x: x.order)
+
+
+def run_check(name: str, quick: bool = True) -> dict:
+    """The check's result dict (value, tolerance, passed, text[, skipped]), memoised per process."""
+    from .checks import cached
+    return cached(name, quick)

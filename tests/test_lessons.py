@@ -1,0 +1,208 @@
+"""The course in lessons/: every page parses, names a runnable demo and existing checks, links to
+pages that exist, keeps LaTeX inside math delimiters; every numerical check passes its own
+tolerance (quick=True).
+
+Front matter (YAML between two `---` lines):
+
+    title: str, order: int, summary: str,
+    demo: {potential, sampler, params: {}, V | batch, chains, seed, steps_per_frame,
+           compare?, compare_params?, drop?},
+    checks: [names of functions in lessons/checks.py]
+
+Samplers that another workstream adds (QNHMC, SCIR) may be missing from the registry: a page that
+names one is skipped with the reason, never failed.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:          # lessons/ is a plain folder of the repository, not installed
+    sys.path.insert(0, str(ROOT))
+
+import lessons  # noqa: E402
+from lessons import checks  # noqa: E402
+
+LESSONS = ROOT / "lessons"
+PAGES = sorted(LESSONS.glob("[0-9][0-9]-*.md"))
+
+# samplers and potentials that may not be registered yet (added by the HMC/QNHMC/SCIR work)
+LATE_SAMPLERS = {"hmc", "qnhmc", "qnhmc-naive", "scir", "sgrld-simplex"}
+LATE_POTENTIALS = {"sparse-dirichlet", "dense-dirichlet"}
+CHECKS_NEEDING_LATE_SAMPLERS = {"qnhmc_ess"}
+
+DEMO_KEYS = {"potential", "sampler", "params", "V", "batch", "chains", "seed", "steps_per_frame",
+             "compare", "compare_params", "drop"}
+CHECK_MARK = re.compile(r"\{\{check:([A-Za-z_][A-Za-z0-9_]*)\}\}")
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def parse(path: Path) -> tuple[dict, str]:
+    """(front matter, body), parsed independently of lessons.parse_lesson (which is tested against it)."""
+    m = re.match(r"\A---[ \t]*\n(.*?)\n---[ \t]*\n(.*)\Z", path.read_text(encoding="utf-8"), re.S)
+    assert m, f"{path.name}: no front matter between two '---' lines"
+    meta = yaml.safe_load(m.group(1))
+    assert isinstance(meta, dict), f"{path.name}: front matter is not a mapping"
+    return meta, m.group(2)
+
+
+def strip_math(body: str) -> str:
+    """The body with display ($$...$$) and inline ($...$) math and code removed."""
+    body = re.sub(r"```.*?```", " ", body, flags=re.S)
+    body = re.sub(r"`[^`\n]*`", " ", body)
+    body = re.sub(r"\$\$.*?\$\$", " ", body, flags=re.S)
+    return re.sub(r"(?<![\\$])\$(?!\$)(?:\\.|[^$\\\n])+\$", " ", body)
+
+
+def _registered(name: str) -> bool:
+    from samplers.registry import sampler_names
+    return name in sampler_names()
+
+
+def test_package_helpers_agree_with_the_files():
+    pages = lessons.load_lessons()
+    assert [p.slug for p in pages] == [p.stem for p in PAGES]
+    for lesson, path in zip(pages, PAGES):
+        meta, body = parse(path)
+        assert (lesson.title, lesson.order, lesson.demo, lesson.checks, lesson.body) == \
+            (meta["title"], meta["order"], meta["demo"], meta["checks"], body)
+        segs = lesson.segments()
+        assert "".join(v for k, v in segs if k == "markdown").count("{{check:") == 0
+        assert [v for k, v in segs if k == "check"] == CHECK_MARK.findall(body)
+
+
+def test_there_are_eleven_pages_in_order():
+    assert [p.name[:2] for p in PAGES] == [f"{i:02d}" for i in range(1, 12)]
+    orders = [parse(p)[0]["order"] for p in PAGES]
+    assert orders == list(range(1, 12))
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
+def test_front_matter(path):
+    meta, body = parse(path)
+    for key, kind in (("title", str), ("order", int), ("summary", str), ("demo", dict), ("checks", list)):
+        assert isinstance(meta.get(key), kind), f"{path.name}: '{key}' missing or not a {kind.__name__}"
+    assert meta["title"].strip() and meta["summary"].strip()
+    demo = meta["demo"]
+    assert set(demo) <= DEMO_KEYS, f"{path.name}: unknown demo keys {set(demo) - DEMO_KEYS}"
+    for key in ("potential", "sampler", "params", "chains", "seed", "steps_per_frame"):
+        assert key in demo, f"{path.name}: demo.{key} missing"
+    assert ("V" in demo) != ("batch" in demo), f"{path.name}: demo needs exactly one of V and batch"
+    assert isinstance(demo["params"], dict)
+    for key in ("chains", "seed", "steps_per_frame"):
+        assert isinstance(demo[key], int) and demo[key] >= (0 if key == "seed" else 1)
+    if "compare_params" in demo:
+        assert "compare" in demo and isinstance(demo["compare_params"], dict)
+    for term in demo.get("drop", []):
+        assert term in ("gamma", "friction"), f"{path.name}: can only drop gamma or friction, not {term}"
+    for name in meta["checks"]:
+        assert name in checks.CHECKS and callable(getattr(checks, name, None)), \
+            f"{path.name}: no check '{name}' in lessons/checks.py"
+    marks = CHECK_MARK.findall(body)
+    assert marks, f"{path.name}: shows no check"
+    for name in marks:
+        assert name in meta["checks"], f"{path.name}: {{{{check:{name}}}}} is not listed in 'checks'"
+    for line in body.splitlines():
+        if "{{check:" in line:
+            assert CHECK_MARK.fullmatch(line.strip()), f"{path.name}: a check mark must be alone on its line"
+    assert set(meta["checks"]) <= set(marks), f"{path.name}: listed checks not shown in the body"
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
+def test_demo_runs_with_the_library(path):
+    """The demo's potential loads, its samplers are registered, their parameters are accepted, and a
+    few steps of each run (a preset the app cannot open is a dead end for the learner)."""
+    from samplers.gradients import make_oracle
+    from samplers.potentials import get_potential
+    from samplers.registry import Sampler, coerce_params, get_spec
+    demo = parse(path)[0]["demo"]
+    names = [demo["sampler"]] + ([demo["compare"]] if "compare" in demo else [])
+    late = [n for n in names if n in LATE_SAMPLERS and not _registered(n)]
+    if late:
+        pytest.skip(f"sampler(s) {', '.join(late)} not registered yet (HMC/QNHMC/SCIR work in progress)")
+    try:
+        pot = get_potential(demo["potential"])
+    except Exception as err:
+        if demo["potential"] in LATE_POTENTIALS:
+            pytest.skip(f"potential {demo['potential']} not available yet: {err}")
+        raise
+    if demo["potential"] == "logistic":
+        # the KL check uses a faster-to-build twin of this preset: it must be the same posterior
+        twin = checks.logistic_posterior()
+        w = pot.start + 0.3 * np.random.default_rng(0).standard_normal((50, 2))
+        assert twin.box == pot.box
+        assert np.allclose(twin.log_density(w), pot.log_density(w), atol=1e-7)
+    runs = [(demo["sampler"], demo["params"], demo.get("drop", []))]
+    if "compare" in demo:
+        runs.append((demo["compare"], demo.get("compare_params", {}), []))
+    for name, params, drop in runs:
+        spec = get_spec(name)
+        coerce_params(spec, params)
+        s = Sampler(name, pot, make_oracle(pot, demo.get("V"), demo.get("batch")), **params)
+        if drop:
+            assert s.recipe is not None, f"{path.name}: cannot drop {drop} from '{name}', it has no recipe"
+            s = s.with_recipe(s.recipe.with_drop(set(drop)))
+        rng = np.random.default_rng(demo["seed"])
+        z = s.init_state(8, rng)
+        for t in range(1, 4):
+            z = s.step(z, rng, t)
+        assert np.isfinite(z).all(), f"{path.name}: {name} diverged in three steps"
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
+def test_links_resolve_and_chain_the_pages(path):
+    _, body = parse(path)
+    targets = [t for t in LINK.findall(body) if not re.match(r"[a-z]+:", t)]
+    for t in targets:
+        assert (LESSONS / t.split("#")[0]).is_file(), f"{path.name}: link to missing '{t}'"
+    i = PAGES.index(path)
+    if i + 1 < len(PAGES):
+        assert PAGES[i + 1].name in targets, f"{path.name}: no link to the next page {PAGES[i + 1].name}"
+    if i > 0:
+        assert PAGES[i - 1].name in targets, f"{path.name}: no link to the previous page {PAGES[i - 1].name}"
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
+def test_latex_stays_inside_math(path):
+    _, body = parse(path)
+    assert body.count("$$") % 2 == 0, f"{path.name}: unbalanced $$"
+    prose = strip_math(body)
+    for cmd in ("frac", "nabla", "mathbb", "mathcal", "epsilon", "theta", "begin", "sqrt", "sum", "operatorname"):
+        hit = re.search(r"\\" + cmd + r"(?![A-Za-z])", prose)
+        assert not hit, f"{path.name}: raw \\{cmd} outside math: ...{prose[max(0, hit.start() - 40):hit.end() + 20]}..."
+    assert "$" not in prose, f"{path.name}: unbalanced $ near ...{prose[max(0, prose.find('$') - 60):prose.find('$') + 20]}..."
+    # MathJax: no environments inside inline math; multi-line math belongs in $$...$$
+    inline = re.findall(r"(?<![\\$])\$(?!\$)((?:\\.|[^$\\\n])+)\$", re.sub(r"\$\$.*?\$\$", " ", body, flags=re.S))
+    for m in inline:
+        assert "\\begin{aligned}" not in m and "\\\\" not in m, f"{path.name}: multi-line inline math: ${m}$"
+    for block in re.findall(r"\$\$(.*?)\$\$", body, flags=re.S):
+        assert block.count("\\begin{") == block.count("\\end{"), f"{path.name}: unbalanced environment"
+        assert block.count("{") == block.count("}"), f"{path.name}: unbalanced braces in $${block[:60]}...$$"
+    for m in inline:
+        stripped = re.sub(r"\\[{}]", "", m)
+        assert stripped.count("{") == stripped.count("}"), f"{path.name}: unbalanced braces in ${m}$"
+
+
+@pytest.mark.parametrize("name", sorted(checks.CHECKS))
+def test_check_passes_quick(name):
+    result = checks.CHECKS[name](quick=True)
+    assert set(result) >= {"value", "tolerance", "passed", "text"}
+    assert isinstance(result["passed"], bool) and isinstance(result["text"], str) and result["text"]
+    if "skipped" in result:
+        assert name in CHECKS_NEEDING_LATE_SAMPLERS, f"{name} skipped: {result['skipped']}"
+        pytest.skip(result["skipped"])
+    assert isinstance(result["value"], float) and isinstance(result["tolerance"], float)
+    assert result["passed"], f"{name}: {result['text']}"
+
+
+def test_every_check_is_shown_on_some_page():
+    shown = set()
+    for p in PAGES:
+        shown |= set(parse(p)[0]["checks"])
+    assert shown == set(checks.CHECKS), f"checks no page shows: {set(checks.CHECKS) - shown}"
