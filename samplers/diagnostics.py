@@ -17,7 +17,7 @@ __all__ = [
     "bin_masses_1d", "bin_masses_2d", "histogram_probs", "kl_divergence",
     "tv_distance", "kl_mc_bias", "ks_distance", "grid_cdf",
     "autocorrelation", "ess", "ess_per_dim", "sum_autocorrelation",
-    "kinetic_temperature", "find_divergent", "DivergenceGuard",
+    "kinetic_temperature", "find_divergent", "DivergenceGuard", "burn_in_length",
 ]
 
 
@@ -360,6 +360,39 @@ def sum_autocorrelation(x, max_lag):
     if x.ndim == 3:
         x = x.sum(axis=2)
     return float(autocorrelation(x, max_lag)[1:].sum())
+
+
+def burn_in_length(neg_log_density, band=None, q=0.005):
+    """Steps to discard: the first step after which the median over chains of ``-log p`` stays in the stationary band.
+
+    The QNHMC paper's convergence diagnostic (§5.1, Fig. 1) monitors the negative log density of
+    the samples from a start far from the mode; burn-in ends once the chain has reached the
+    high-density region for good.
+
+    Parameters
+    ----------
+    neg_log_density : array_like, shape (steps,) or (steps, chains)
+        U(theta_t) (any constant offset is irrelevant).
+    band : (lo, hi), optional
+        Stationary range of ``-log p``. Default: the ``q`` and ``1 - q`` quantiles of every
+        chain's values over the second half of the trace, which must then be stationary.
+    q : float
+        Tail probability of the default band.
+
+    Returns
+    -------
+    int
+        0 if the median never leaves the band, ``steps`` if it does not settle in it.
+    """
+    x = np.asarray(neg_log_density, dtype=float)
+    if x.ndim == 1:
+        x = x[:, None]
+    if x.ndim != 2 or x.shape[0] < 2:
+        raise ValueError("trace must be (steps,) or (steps, chains) with at least 2 steps")
+    lo, hi = np.quantile(x[x.shape[0] // 2:], [q, 1 - q]) if band is None else band
+    med = np.median(x, axis=1)
+    outside = ~((med >= lo) & (med <= hi))   # NaN counts as outside
+    return int(np.flatnonzero(outside)[-1] + 1) if outside.any() else 0
 
 
 # ---------------------------------------------------------------------------

@@ -50,7 +50,7 @@ def register(spec: SamplerSpec) -> SamplerSpec:
 
 
 def sampler_names() -> list[str]:
-    from . import catalogue  # noqa: F401  (declares the samplers)
+    from . import catalogue, hmc, simplex  # noqa: F401  (declare the samplers)
     return list(REGISTRY)
 
 

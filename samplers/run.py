@@ -24,7 +24,10 @@ class Ensemble:
 
     @property
     def theta(self) -> np.ndarray:
-        return self.z[:, : self.sampler.dim]
+        """What a run keeps: theta, or the potential's view of it (omega for simplex targets)."""
+        theta = self.z[:, : self.sampler.dim]
+        view = getattr(self.sampler.potential, "theta_view", None)
+        return theta if view is None else view(theta)
 
     @property
     def aux(self) -> np.ndarray:

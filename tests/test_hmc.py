@@ -1,0 +1,217 @@
+"""HMC and quasi-Newton HMC (seed 002): the dynamics as recipes, BFGS, and statistical checks.
+
+Statistical tests use many chains and a fixed seed; tolerances are standard errors from the ESS
+of the statistic (chains x steps), never fitted to the observed result.
+"""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from samplers import diagnostics as dg
+from samplers.gradients import make_oracle
+from samplers.hmc import LBFGSOperator, bfgs_update, current_B, fixed_c_recipe, mh_stats
+from samplers.potentials import get_potential
+from samplers.registry import Sampler, SamplerError
+from samplers.run import run
+from samplers.stationarity import stationarity_residual
+
+E_THETA2_DOUBLE_WELL = 0.8327454871   # quadrature of theta^2 exp(-(theta^4 - 2 theta^2))
+
+
+def sampler(name, potential, **params):
+    pot = get_potential(potential) if isinstance(potential, str) else potential
+    return Sampler(name, pot, make_oracle(pot, None), **params)
+
+
+def mean_and_se(x):
+    """Mean of a (steps, chains) trace and its standard error from the multi-chain ESS."""
+    return float(x.mean()), float(x.std() / np.sqrt(dg.ess(x)))
+
+
+# -- Theorem 3 and Corollary 1 as Fokker-Planck residuals ---------------------------------------
+@pytest.mark.parametrize("C", [0.2, 1.0, 3.7])
+@pytest.mark.parametrize("potential", ["gaussian", "double-well"])
+def test_eq7_leaves_the_target_for_any_fixed_C(C, potential):
+    """D = 0, Q = [[0, -C], [C, 0]] on z = (theta, p): zero residual for every constant C > 0 (Theorem 3)."""
+    pot = get_potential(potential)
+    assert stationarity_residual(fixed_c_recipe(C), pot).relative < 1e-8
+
+
+def test_naive_flow_keeps_volume_but_not_energy():
+    """Eq. (4) with B frozen: the divergence of the flow is 0, so the entropy of p_t is conserved (the proof of
+    Theorem 1 miscomputes it), yet dH/dt = p^T M^-1 (I - B) grad U != 0, so exp(-H) is not invariant
+    (Corollary 1 holds): the Liouville residual p f.grad H is of the size of its terms."""
+    pot = get_potential("gaussian")
+    rec = sampler("qnhmc-naive", pot).recipe
+    rng = np.random.default_rng(0)
+    z = np.column_stack([rng.uniform(-3, 3, 500), rng.uniform(-3, 3, 500), rng.uniform(0.3, 3, 500)])
+    h = 1e-6
+    div = sum((rec.drift(z + h * e, None, pot.grad((z + h * e)[:, :1]))[:, i]
+               - rec.drift(z - h * e, None, pot.grad((z - h * e)[:, :1]))[:, i]) / (2 * h)
+              for i, e in enumerate(np.eye(3)))
+    np.testing.assert_allclose(div, 0.0, atol=1e-6)
+    f = rec.drift(z, None, pot.grad(z[:, :1]))
+    dH = f[:, 0] * z[:, 0] + f[:, 1] * z[:, 1]
+    np.testing.assert_allclose(dH, (1 - z[:, 2]) * z[:, 1] * z[:, 0], atol=1e-12)
+    assert stationarity_residual(rec, pot).relative > 0.1
+    assert stationarity_residual(sampler("qnhmc", pot).recipe, pot).relative < 1e-8
+
+
+# -- BFGS and L-BFGS ---------------------------------------------------------------------------------
+def test_bfgs_learns_the_inverse_hessian_of_a_quadratic():
+    """Eq. (1) per chain: symmetric, secant condition B y = s, and B -> A^-1 with random (not conjugate)
+    directions: slowly, which is why QNHMC's B takes many proposals to converge in 100 dimensions."""
+    rng = np.random.default_rng(0)
+    d, c = 4, 3
+    Q = np.linalg.qr(rng.normal(size=(d, d)))[0]
+    A = Q @ np.diag([0.5, 1.0, 4.0, 20.0]) @ Q.T
+    B = np.tile(np.eye(d), (c, 1, 1))
+    for k in range(300):
+        s = rng.normal(size=(c, d))
+        B = bfgs_update(B, s, s @ A, np.ones(c, bool))
+        np.testing.assert_allclose(np.einsum("cij,cj->ci", B, s @ A), s, rtol=1e-8, atol=1e-10)
+        if k == 40:
+            assert np.abs(B - np.linalg.inv(A)).max() > 1e-3
+    np.testing.assert_allclose(B, np.broadcast_to(np.linalg.inv(A), B.shape), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(B, np.swapaxes(B, 1, 2), rtol=0, atol=1e-13)   # symmetric up to rounding
+    # a pair with negative curvature or NaN is skipped, chain by chain
+    s = rng.normal(size=(c, d))
+    y = -s
+    y[1] = np.nan
+    np.testing.assert_array_equal(bfgs_update(B, s, y, np.ones(c, bool)), B)
+
+
+def test_lbfgs_with_all_pairs_is_bfgs_from_the_scaled_identity():
+    """The two-loop recursion with every pair in memory equals Eq. (1) applied from gamma I (N&W §7.2)."""
+    rng = np.random.default_rng(1)
+    d, c, m = 5, 2, 6
+    A = np.diag(np.linspace(0.3, 6.0, d))
+    S = rng.normal(size=(c, m, d))
+    Y = S @ A
+    op = LBFGSOperator(S, Y)
+    gamma = np.einsum("cd,cd->c", S[:, -1], Y[:, -1]) / np.einsum("cd,cd->c", Y[:, -1], Y[:, -1])
+    B = gamma[:, None, None] * np.eye(d)
+    for k in range(m):
+        B = bfgs_update(B, S[:, k], Y[:, k], np.ones(c, bool))
+    np.testing.assert_allclose(op.dense(), B, rtol=1e-9, atol=1e-12)
+    # empty slots (zeros) drop out
+    S0, Y0 = np.concatenate([np.zeros((c, 2, d)), S], 1), np.concatenate([np.zeros((c, 2, d)), Y], 1)
+    np.testing.assert_allclose(LBFGSOperator(S0, Y0).dense(), B, rtol=1e-9, atol=1e-12)
+
+
+# -- bookkeeping ---------------------------------------------------------------------------------------
+def test_acceptance_and_gradient_counts():
+    s = sampler("hmc", "gaussian", eps=0.1, L=7)
+    run(s, 20, 50, seed=0)
+    st = mh_stats(s)
+    assert st.proposals == 20 and st.grad_evals == 20 * 8
+    assert 0.9 < st.acceptance_rate <= 1.0 and st.per_chain.shape == (50,)
+    s = sampler("hmc", "gaussian", eps=3.0, L=7)   # unstable leapfrog: nearly everything rejected
+    run(s, 20, 50, seed=0)
+    assert mh_stats(s).acceptance_rate < 0.2
+    with pytest.raises(SamplerError, match="L must be"):
+        sampler("hmc", "gaussian", L=0)
+    with pytest.raises(SamplerError, match="B0 must be"):
+        sampler("qnhmc", "gaussian", B0=0)
+    assert sampler("qnhmc", "gaussian-100d").n == 100 + 100 + 100 * 100          # dense B in the state
+    assert sampler("qnhmc", "gaussian-100d", memory=7).n == 100 + 100 + 2 * 7 * 100
+
+
+def test_burn_in_length():
+    rng = np.random.default_rng(0)
+    trace = 50 + rng.normal(size=(400, 8))
+    trace[:120] += 1000 * np.exp(-np.arange(120) / 15)[:, None]   # settles near t = 15 log(1000 / 2.5) = 90
+    n = dg.burn_in_length(trace)
+    assert 75 < n < 105
+    assert 65 < dg.burn_in_length(trace, band=(45, 55)) <= n
+    assert dg.burn_in_length(50 + rng.normal(size=(100, 4)), band=(40, 60)) == 0
+    assert dg.burn_in_length(np.full((10, 2), 100.0), band=(40, 60)) == 10
+
+
+# -- statistical: exact moments, the naive bias ------------------------------------------------------------
+def gaussian_100d():
+    """The gaussian-100d preset with U and grad U written through Sigma^-1 = (I - 11^T / (d + 4)) / 4.
+
+    The same target; the preset's dense (chains, 100) @ (100, 100) products go to a threaded BLAS, which
+    under pytest -n 2 on two cores spends most of its time spinning (tens of seconds instead of two).
+    """
+    pot = get_potential("gaussian-100d")
+    d = pot.dim
+
+    def grad(t):
+        return (t - t.sum(1, keepdims=True) / (d + 4)) / 4
+
+    def U(t):
+        return 0.5 * (np.einsum("ci,ci->c", t, t) - t.sum(1) ** 2 / (d + 4)) / 4
+
+    x = np.random.default_rng(0).normal(size=(3, d))
+    np.testing.assert_allclose(grad(x), pot.grad(x), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(U(x), pot.U(x), rtol=1e-12)
+    return dataclasses.replace(pot, U=U, grad=grad)
+
+
+def second_moments(theta):
+    """E[(1.theta)^2 / d] (exact d + 4 = 104) and E[(theta_1 - theta_2)^2 / 2] (exact 4) with standard errors."""
+    d = theta.shape[2]
+    ones = theta.sum(2) ** 2 / d
+    bulk = (theta[:, :, 0] - theta[:, :, 1]) ** 2 / 2
+    return [mean_and_se(ones), mean_and_se(bulk)]
+
+
+@pytest.mark.parametrize("name, params, chains, burn", [
+    ("hmc", dict(eps=0.5, L=9), 100, 150),
+    ("qnhmc", dict(eps=0.05, L=10, B0=10.0), 30, 300),
+])
+def test_hmc_and_qnhmc_hit_the_gaussian_100d_moments(name, params, chains, burn):
+    """N(0, 11^T + 4I) (QNHMC paper §5.1): the variance along 1 and across coordinates within 4 standard
+    errors, and the mean within 4 standard errors, after a burn-in from near the mode.
+
+    HMC's step is one that mixes along 1 in a few proposals (eps L = 4.5, away from the bulk's half period
+    2 pi); at the paper's eps = 0.01 that takes ~10^4 proposals (benchmarks/qnhmc_gaussian100d.py).
+    QNHMC starts from B = 10 I: BFGS corrects an initial B that is too large within a few proposals, one
+    that is too small (Algorithm 2's B = I, below Sigma's eigenvalues 4 and 104) only over thousands."""
+    s = sampler(name, gaussian_100d(), **params)
+    res = run(s, 300, chains, burn=burn, seed=3)
+    for (m, se), exact in zip(second_moments(res.theta), (104.0, 4.0)):
+        assert abs(m - exact) < 4 * se, (m, se, exact)
+    m, se = mean_and_se(res.theta.sum(2) / 10)
+    assert abs(m) < 4 * se
+    assert mh_stats(s).acceptance_rate > 0.5
+
+
+def test_naive_qnhmc_is_biased_and_qnhmc_is_not():
+    """Correlated Gaussian (rho = 0.9), Var(theta_1 + theta_2) = 3.8. Both samplers learn B -> Sigma; the
+    naive dynamics (Eq. 4, no Metropolis test) then conserve |theta|^2/2 + |p|^2/2 instead of H and sample
+    N(0, I) (Var = 2); QNHMC (Eq. 7) keeps the target, with or without the test; the test also repairs the
+    naive sampler (its frozen-B leapfrog map is volume preserving and reversible) but rejects far more."""
+    pot = get_potential("correlated-gaussian", rho=0.9)
+    kw = dict(steps=200, chains=500, burn=200, seed=5)
+    out = {}
+    for key, name, params in (("qnhmc", "qnhmc", {}), ("naive", "qnhmc-naive", {}),
+                              ("naive+mh", "qnhmc-naive", dict(metropolis="on"))):
+        s = sampler(name, pot, **params)
+        res = run(s, **kw)
+        out[key] = (mean_and_se(res.theta.sum(2) ** 2), mh_stats(s).acceptance_rate)
+        np.testing.assert_allclose(np.median(current_B(s, res.z), 0), [[1, 0.9], [0.9, 1]], atol=1e-3)
+    (m, se), acc = out["qnhmc"]
+    assert abs(m - 3.8) < 4 * se and acc > 0.95
+    (m, se), _ = out["naive"]
+    assert 3.8 - m > max(1.0, 20 * se), (m, se)
+    (m, se), acc_naive = out["naive+mh"]
+    assert abs(m - 3.8) < 4 * se
+    assert acc_naive < out["qnhmc"][1] - 0.3
+
+
+def test_adapting_B_forever_biases_a_non_gaussian_target():
+    """Theorem 4's argument needs C independent of the chain's past, but Algorithm 2 learns B from the
+    accepted trajectory, i.e. from where the chain is. On a Gaussian B converges to a constant and the bias
+    vanishes; on the double well B keeps tracking the local curvature and E[theta^2] is far off. Freezing B
+    after `adapt` proposals gives a fixed, valid kernel per chain."""
+    kw = dict(steps=500, chains=500, burn=500, seed=8)
+    forever = run(sampler("qnhmc", "double-well"), **kw).theta[:, :, 0] ** 2
+    frozen = run(sampler("qnhmc", "double-well", adapt=200), **kw).theta[:, :, 0] ** 2
+    m, se = mean_and_se(forever)
+    assert m - E_THETA2_DOUBLE_WELL > max(0.2, 20 * se), (m, se)
+    m, se = mean_and_se(frozen)
+    assert abs(m - E_THETA2_DOUBLE_WELL) < 4 * se, (m, se)

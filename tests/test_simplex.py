@@ -1,0 +1,240 @@
+"""SCIR and SGRLD on the positive line and the simplex (SCIR paper, seed 004), checked against exact laws.
+
+Statistical tests use many independent chains and a fixed seed; tolerances come from the Monte
+Carlo error of the estimate (standard errors, or the Kolmogorov distribution of a KS statistic),
+never from the observed result.
+"""
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from samplers.cli import main
+from samplers.dirichlet import DEFAULT_ALPHA, dirichlet_ks, dirichlet_rosenblatt
+from samplers.gradients import make_oracle
+from samplers.potentials import PotentialError, get_potential
+from samplers.registry import Sampler, SamplerError
+from samplers.run import Ensemble, run
+from samplers.simplex import cir_recipe, omega
+from samplers.stationarity import stationarity_residual
+
+KS_CRIT = 1.95     # P(sqrt(n) D_n > 1.95) ~ 0.001 under the null (Kolmogorov distribution)
+
+
+def ks_bound(n, tests=1):
+    """Critical KS distance at overall level ~0.001 over `tests` independent statistics (Bonferroni)."""
+    return stats.kstwobign.isf(1e-3 / tests) / np.sqrt(n)
+
+
+def scir(potential, batch=None, **params):
+    pot = get_potential(potential) if isinstance(potential, str) else potential
+    return Sampler("scir", pot, make_oracle(pot, None, batch), **params)
+
+
+def steps_from(s, theta0, chains, steps, seed):
+    """`steps` steps of every chain from the same fixed theta0 (no start spread)."""
+    rng = np.random.default_rng(seed)
+    z = np.tile(np.asarray(theta0, float), (chains, 1))
+    for t in range(steps):
+        z = s.step(z, rng, t + 1)
+    return z
+
+
+# -- the exact CIR transition -----------------------------------------------------------------
+def cir_law(a, theta0, t):
+    """Law of the CIR process (Eq. 2.1) after time t from theta0 (seeds erratum 6), as scipy's ncx2."""
+    c = 1.0 / (1.0 - np.exp(-t))
+    return stats.ncx2(2 * a, 2 * c * theta0 * np.exp(-t), scale=1.0 / (2 * c))
+
+
+@pytest.mark.parametrize("a, theta0, h, steps", [(0.5, 0.7, 0.3, 1), (3.0, 0.1, 0.05, 20)])
+def test_full_data_scir_is_the_exact_cir_law(a, theta0, h, steps):
+    """One step of h, and 20 steps of h (= one step of 20 h, the semigroup property), against scipy's
+    noncentral chi-square: a KS test at level 0.001 on 20000 independent chains."""
+    s = scir(f"gamma:{a}", h=h)
+    x = steps_from(s, [theta0], 20000, steps, seed=4)[:, 0]
+    law = cir_law(a, theta0, h * steps)
+    assert stats.kstest(x, law.cdf).statistic < ks_bound(x.size)
+    assert (x >= 0).all()
+
+
+def test_scir_moments_match_corollary_3_2():
+    """Mean theta0 e^{-Mh} + a (1 - e^{-Mh}); variance of the exact CIR plus (1 - e^{-2Mh}) (1 - e^{-h})/(1 + e^{-h})
+    Var(a-hat), with a-hat = alpha + (N/n) sum_{i in S} z_i over a batch of n drawn with replacement:
+    Var(a-hat) = (N/n)^2 n p (1 - p). Each coordinate's mean and variance within 4 standard errors,
+    and the minibatch term itself at least 10 standard errors: the test sees it."""
+    counts = np.array([30.0, 60.0, 10.0])
+    pot = get_potential("dirichlet:30,60,10")
+    N, n, h, M, theta0 = counts.sum(), 5, 0.1, 20, 5.0
+    s = scir(pot, batch=n, h=h)
+    x = steps_from(s, [theta0] * 3, 100_000, M, seed=7)
+    a = DEFAULT_ALPHA + counts
+    p = counts / N
+    var_ahat = (N / n) ** 2 * n * p * (1 - p)
+    e = np.exp(-M * h)
+    mean = theta0 * e + a * (1 - e)
+    var_cir = 2 * theta0 * (e - e ** 2) + a * (1 - e) ** 2
+    var = var_cir + (1 - e ** 2) * (1 - np.exp(-h)) / (1 + np.exp(-h)) * var_ahat
+    m, v = x.mean(0), x.var(0, ddof=1)
+    se_m = np.sqrt(v / len(x))
+    se_v = np.sqrt((((x - m) ** 4).mean(0) - v ** 2) / len(x))
+    np.testing.assert_array_less(np.abs(m - mean), 4 * se_m)
+    np.testing.assert_array_less(np.abs(v - var), 4 * se_v)
+    np.testing.assert_array_less(10 * se_v, var - var_cir)
+
+
+# -- the simplex ---------------------------------------------------------------------------------
+def test_rosenblatt_of_exact_dirichlet_is_uniform():
+    pot = get_potential("sparse-dirichlet")
+    w = pot.exact_sampler(20000, np.random.default_rng(0))
+    u = dirichlet_rosenblatt(w, pot.shape)
+    assert u.shape == (20000, 9)
+    assert dirichlet_ks(w, pot.shape).max() < ks_bound(len(w), 9)
+    # and it sees a sparse coordinate ten times too large, the kind of error SGRLD makes
+    w2 = w.copy()
+    w2[:, 4] *= 10
+    assert dirichlet_ks(w2 / w2.sum(1, keepdims=True), pot.shape)[4] > 5 * ks_bound(len(w), 9)
+
+
+def test_full_data_scir_samples_the_sparse_dirichlet():
+    """SCIR without minibatches is exact: every Rosenblatt coordinate passes a KS test (level 0.001 over
+    the 9 coordinates) on 10000 independent chains after 40 steps of h = 0.5, like exact draws do."""
+    s = scir("sparse-dirichlet", h=0.5)
+    ens = Ensemble(s, 10000, seed=2)
+    ens.advance(40)
+    w = ens.theta
+    np.testing.assert_allclose(w.sum(1), 1.0)
+    np.testing.assert_allclose(w, omega(s, ens.z))
+    assert dirichlet_ks(w, s.potential.shape).max() < ks_bound(len(w), 9)
+
+
+CHAINS = 2000
+
+
+@pytest.fixture(scope="module")
+def sparse_runs():
+    """SCIR and SGRLD with minibatches of 10 on the sparse Dirichlet: the final state of 2000 independent
+    chains after 1000 steps (the paper's burn-in), at step sizes from the benchmark's grid."""
+    pot = get_potential("sparse-dirichlet")
+    out = {}
+    for name, params in (("scir", dict(h=0.01)), ("sgrld-simplex", dict(eps=1e-4))):
+        s = Sampler(name, pot, make_oracle(pot, None, 10), **params)
+        ens = Ensemble(s, CHAINS, seed=9)
+        ens.advance(1000)
+        out[name] = ens.theta
+    return pot, out
+
+
+def test_scir_small_components_are_not_biased_upwards_but_sgrld_ones_are(sparse_runs):
+    """Fig. 1 of the SCIR paper as numbers: for the sparse component omega_5 ~ Beta(0.1, 1000.9), the fraction
+    of samples below the exact q-quantile is q within 4 standard errors sqrt(q (1 - q) / n) for SCIR; SGRLD
+    has far fewer small values (every fraction at least 10 standard errors below q): its small components
+    are biased upwards, by orders of magnitude in the median."""
+    pot, runs = sparse_runs
+    a = pot.shape
+    law = stats.beta(a[4], a.sum() - a[4])
+    for q in (0.1, 0.25, 0.5):
+        x_q = law.ppf(q)
+        se = np.sqrt(q * (1 - q) / CHAINS)
+        f_scir = (runs["scir"][:, 4] < x_q).mean()
+        f_sgrld = (runs["sgrld-simplex"][:, 4] < x_q).mean()
+        assert abs(f_scir - q) < 4 * se, (q, f_scir)
+        assert f_sgrld < q - 10 * se, (q, f_sgrld)
+    assert np.median(runs["sgrld-simplex"][:, 4]) > 10 * law.median()
+
+
+def test_scir_beats_sgrld_on_the_ks_score(sparse_runs):
+    """The score of Fig. 2: mean KS distance over the Rosenblatt coordinates, minibatch 10."""
+    pot, runs = sparse_runs
+    ks = {k: dirichlet_ks(v, pot.shape).mean() for k, v in runs.items()}
+    exact = dirichlet_ks(pot.exact_sampler(CHAINS, np.random.default_rng(3)), pot.shape).mean()
+    assert ks["scir"] < exact + 0.05
+    assert ks["sgrld-simplex"] > 3 * ks["scir"]
+
+
+# -- the recipe both follow ----------------------------------------------------------------------------
+def test_cir_is_a_recipe_sampler():
+    """H = U, D = diag(theta), Q = 0 has drift a - theta (Eq. 2.1) and zero Fokker-Planck residual at
+    Gamma(a, 1); without Gamma (= 1) it leaves the target."""
+    pot = get_potential("gamma:2.5")
+    pot = dataclasses.replace(pot, box=((0.05, 12.0),))   # keep the finite differences inside theta > 0
+    rec = cir_recipe(pot)
+    th = np.linspace(0.1, 5, 7)[:, None]
+    np.testing.assert_allclose(rec.drift(th, pot.U(th), pot.grad(th)), 2.5 - th, atol=1e-12)
+    assert stationarity_residual(rec, pot).relative < 1e-5
+    assert stationarity_residual(rec.with_drop({"gamma"}), pot).relative > 1e-2
+
+
+def test_sgrld_is_an_euler_step_of_the_cir():
+    """One SGRLD step on gamma:a from theta far from 0 has mean theta + (eps/2)(a - theta), variance eps theta."""
+    pot = get_potential("gamma:3")
+    s = Sampler("sgrld-simplex", pot, make_oracle(pot, None), eps=0.01)
+    x = steps_from(s, [2.0], 200_000, 1, seed=1)[:, 0]
+    se = np.sqrt(0.02 / len(x))
+    assert abs(x.mean() - (2.0 + 0.005 * 1.0)) < 4 * se
+    assert abs(x.var() - 0.02) < 4 * 0.02 * np.sqrt(2 / len(x))
+
+
+# -- targets, errors, CLI --------------------------------------------------------------------------------
+def test_targets_parse_and_describe_their_laws():
+    g = get_potential("gamma:0.5")
+    assert g.dim == 1 and g.theta_view is not None
+    x = np.array([[0.3], [2.0]])
+    np.testing.assert_allclose(np.exp(-g.U(x) - g.log_z), stats.gamma(0.5).pdf(x[:, 0]))
+    d = get_potential("dirichlet:5,3,0;alpha=0.5")
+    np.testing.assert_allclose(d.shape, [5.5, 3.5, 0.5])
+    np.testing.assert_allclose(d.marginals[1](0.3), stats.beta(3.5, 6.0).pdf(0.3))
+    assert d.data.n == 8
+    sparse = get_potential("sparse-dirichlet")
+    np.testing.assert_allclose(sparse.data.counts, [800, 100, 100] + [0] * 7)
+    dense = get_potential("dense-dirichlet")
+    np.testing.assert_allclose(dense.data.counts, [100] * 10)
+    for bad in ("gamma:-1", "gamma:x", "dirichlet:3", "dirichlet:1,x", "dirichlet:1,2;beta=3", "dirichlet:1,-2"):
+        with pytest.raises(PotentialError):
+            get_potential(bad)
+
+
+def test_minibatch_gradient_of_the_gamma_view_is_unbiased():
+    """Generic samplers see the same a-hat through gradients.Minibatch: grad U~ = 1 - (a-hat - 1)/theta."""
+    pot = get_potential("dirichlet:30,60,10")
+    oracle = make_oracle(pot, None, 4)
+    theta = np.tile([1.0, 2.0, 0.5], (200_000, 1))
+    _, g = oracle(theta, np.random.default_rng(0))
+    np.testing.assert_allclose(g.mean(0), pot.grad(theta[:1])[0], atol=5 * g.std(0).max() / np.sqrt(len(g)))
+
+
+def test_simplex_samplers_refuse_other_targets(make_sampler):
+    for name in ("scir", "sgrld-simplex"):
+        s = make_sampler(name, "gaussian", V=None)
+        with pytest.raises(SamplerError, match="Gamma and Dirichlet targets"):
+            s.init_state(4, np.random.default_rng(0))
+        s = make_sampler(name, "sparse-dirichlet", V=1.0)
+        with pytest.raises(SamplerError, match="minibatches"):
+            s.init_state(4, np.random.default_rng(0))
+    with pytest.raises(SamplerError, match="h must be > 0"):
+        make_sampler("scir", "sparse-dirichlet", V=None, h=0)
+
+
+def test_cli_keeps_omega(tmp_path, capsys):
+    out = tmp_path / "scir.npz"
+    assert main(["sample", "--sampler", "scir", "--potential", "sparse-dirichlet", "--batch", "10", "--set", "h=0.05",
+                 "--steps", "50", "--burn", "20", "--chains", "30", "--seed", "1", "--out", str(out)]) == 0
+    with np.load(out) as f:
+        theta, meta = f["theta"], json.loads(str(f["meta"]))
+    assert theta.shape == (50, 30, 10) and meta["batch"] == 10
+    np.testing.assert_allclose(theta.sum(2), 1.0)
+    capsys.readouterr()
+    assert main(["diagnose", str(out)]) == 0
+    assert "KS" in capsys.readouterr().out
+    assert main(["sample", "--sampler", "sgrld-simplex", "--potential", "gamma:2", "--steps", "5",
+                 "--out", str(tmp_path / "g.npz")]) == 0
+    assert main(["sample", "--sampler", "scir", "--potential", "gaussian", "--steps", "5",
+                 "--out", str(tmp_path / "x.npz")]) == 2
+
+
+def test_run_keeps_theta_for_ordinary_targets(make_sampler):
+    s = make_sampler("sgld", "gaussian", V=None)
+    res = run(s, 3, 5, seed=0)
+    np.testing.assert_allclose(res.theta[-1], res.z[:, :1])
