@@ -1,0 +1,121 @@
+"""What the lab offers: potentials, samplers, comparison pairs and demo presets, read from the library.
+
+Everything here is computed from the registry and the presets at call time, so samplers or
+potentials added to `samplers/` appear in the lab without touching the app.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from samplers.potentials import Potential, get_potential, preset_names
+from samplers.registry import REGISTRY, sampler_names
+
+TYPED = "expr:"          # prefix of a typed potential, as the library spells it
+MAX_RECIPE_DIM = 2       # sympy recipes of 100-d targets take minutes to build: edit D/Q only up to here
+_TYPED_CACHE: "OrderedDict[str, Potential]" = OrderedDict()
+_TYPED_CACHE_SIZE = 64
+
+
+def potential_names() -> list[str]:
+    return preset_names()
+
+
+def load_potential(spec: str) -> Potential:
+    """A preset (cached by the library) or a typed `expr:` potential (cached here: building one
+    normalises it on a grid, ~0.1 s, and the same text comes back as people type and undo).
+    Raises PotentialError."""
+    spec = spec.strip()
+    if not spec.startswith(TYPED):
+        return get_potential(spec)
+    key = spec[len(TYPED):].strip()
+    if key in _TYPED_CACHE:
+        _TYPED_CACHE.move_to_end(key)
+        return _TYPED_CACHE[key]
+    pot = get_potential(TYPED + key)
+    _TYPED_CACHE[key] = pot
+    while len(_TYPED_CACHE) > _TYPED_CACHE_SIZE:
+        _TYPED_CACHE.popitem(last=False)
+    return pot
+
+
+def samplers() -> list[str]:
+    return sampler_names()
+
+
+def sampler_label(name: str) -> str:
+    spec = REGISTRY[name]
+    return f"{spec.title} ({name})"
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two samplers to run side by side; `potential` None keeps the current one."""
+    key: str
+    label: str
+    a: str
+    b: str
+    potential: str | None = None
+    log_view: bool = False
+
+
+def compare_pairs() -> list[Pair]:
+    """Naive vs corrected for every naive sampler whose sibling is registered, and SGRLD vs SCIR
+    on a sparse Dirichlet (log-scale view) once both the sampler and such a potential exist."""
+    names = samplers()
+    pairs = []
+    for name in names:
+        spec = REGISTRY[name]
+        if spec.naive and spec.corrected in names:
+            pairs.append(Pair(f"{name}:{spec.corrected}",
+                              f"{spec.title} vs {REGISTRY[spec.corrected].title}", name, spec.corrected))
+    dirichlet = [p for p in potential_names() if "sparse-dirichlet" in p] or \
+        [p for p in potential_names() if "dirichlet" in p]
+    sgrld = "sgrld-simplex" if "sgrld-simplex" in names else "sgrld"   # the simplex version where it exists
+    if sgrld in names and "scir" in names and dirichlet:
+        pairs.append(Pair(f"{sgrld}:scir", f"SGRLD vs SCIR on {dirichlet[0]} (log scale)", sgrld, "scir",
+                          potential=dirichlet[0], log_view=True))
+    return pairs
+
+
+# Demo presets a lesson can name in its front matter (`demo: <name>`): a lab configuration as a
+# URL query. A lesson may also give a query directly (`demo: pot=gaussian&s=sgld`).
+DEMOS = {
+    "default": "pot=banana&s=sghmc",
+    "sgld-gaussian": "pot=gaussian&s=sgld&V=1",
+    "naive-sghmc-double-well": "pot=double-well&cmp=1&s=sghmc-naive&sb=sghmc&V=4&a.eps=0.1&b.eps=0.1&b.C=3",
+    "naive-sgrhmc-gaussian": "pot=gaussian&cmp=1&s=sgrhmc-naive&sb=sgrhmc&V=1",
+    "naive-sghmc-banana": "pot=banana&cmp=1&s=sghmc-naive&sb=sghmc&V=1",
+    "thermostat": "pot=banana&s=sgnht&V=4",
+    "riemannian": "pot=double-well&s=sgrld&V=1",
+    "minibatch": "pot=logistic&s=sgld&batch=10&a.eps=0.001",
+}
+
+
+# a lesson's `demo:` mapping, key by key, as URL keys (see urlstate.py)
+DEMO_KEYS = {"potential": "pot", "sampler": "s", "V": "V", "batch": "batch", "chains": "n", "seed": "seed",
+             "steps_per_frame": "speed", "speed": "speed", "burn": "burn"}
+
+
+def demo_query(demo) -> str:
+    """A lab query for a lesson's demo: a preset name, a query string, or a mapping like
+    {potential, sampler, params, V, batch, chains, seed, steps_per_frame, compare, compare_params, drop}."""
+    from urllib.parse import urlencode
+    if isinstance(demo, dict):
+        q = {}
+        for key, url_key in DEMO_KEYS.items():
+            if demo.get(key) is not None:
+                q[url_key] = demo[key]
+        for k, v in (demo.get("params") or {}).items():
+            q[f"a.{k}"] = v
+        if demo.get("compare"):
+            q["cmp"], q["sb"] = 1, demo["compare"]
+            for k, v in (demo.get("compare_params") or {}).items():
+                q[f"b.{k}"] = v
+        if demo.get("drop"):
+            q["naive"] = 1
+        return urlencode({k: str(v) for k, v in q.items()})
+    demo = str(demo or "").strip()
+    if "=" in demo:
+        return demo
+    return DEMOS.get(demo, "")

@@ -1,0 +1,317 @@
+"""One live run: an ensemble of chains plus the running aggregates the views draw each frame.
+
+Only aggregates leave this module (histogram counts, a few highlighted paths, a capped
+subsample of the ensemble, scalar metrics), never all samples: that is what keeps a frame
+cheap on the server and small on the websocket.
+
+The histogram accumulates every `thin`-th state of every live chain after `burn` steps; until
+then it shows the ensemble as it is now. KL and TV are computed from those counts against the
+exact bin masses (joint for 1-D and 2-D targets, the θ₁ marginal beyond), with the mass
+outside the plotting box as one more bin, as samplers.diagnostics does.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from samplers import diagnostics as dg
+from samplers.accuracy import edges_for, exact_masses
+from samplers.registry import Sampler
+from samplers.run import Ensemble
+
+_MASS_CACHE: dict = {}
+
+
+def bin_masses(pot, edges) -> np.ndarray:
+    """Exact bin masses of the scored histogram, cached per potential (they cost ~10-50 ms)."""
+    key = (pot.name, pot.dim, tuple(map(tuple, pot.box)), tuple(len(e) for e in edges))
+    if key not in _MASS_CACHE:
+        if pot.dim <= 2:
+            m = exact_masses(pot, edges[0] if pot.dim == 1 else tuple(edges))
+        else:
+            m = dg.bin_masses_1d(pot.marginals[0], edges[0])
+        _MASS_CACHE[key] = np.asarray(m, float)
+        if len(_MASS_CACHE) > 256:
+            _MASS_CACHE.pop(next(iter(_MASS_CACHE)))
+    return _MASS_CACHE[key]
+
+
+def _bin_index(x: np.ndarray, lo: float, inv_width: float, nbins: int) -> np.ndarray:
+    """Index of each value's bin on a uniform grid, -1 outside (NaN compares false: outside too)."""
+    f = (x - lo) * inv_width
+    ok = (f >= 0) & (f < nbins)
+    return np.where(ok, f, -1.0).astype(np.intp)   # f >= 0 there, so truncation is floor
+
+
+def kl_tv(counts: np.ndarray, outside: float, masses: np.ndarray, floor: float = 1e-12) -> tuple[float, float]:
+    """KL(histogram || exact masses) and TV, the outside-the-box mass as one more bin."""
+    n = counts.sum() + outside
+    if n <= 0:
+        return float("nan"), float("nan")
+    p = np.append(counts.ravel(), outside) / n
+    q = np.append(masses.ravel(), max(1.0 - float(masses.sum()), 0.0))
+    tv = 0.5 * float(np.abs(p - q).sum())
+    q = np.maximum(q, floor)
+    nz = p > 0
+    return float(np.sum(p[nz] * np.log(p[nz] / q[nz]))), tv
+
+
+class LiveRun:
+    """An Ensemble advanced step by step, with histograms, paths, an ESS trace and metrics."""
+
+    def __init__(self, sampler: Sampler, chains: int, seed: int, burn: int = 100, thin: int = 1,
+                 n_paths: int = 3, max_points: int = 2000, ess_chains: int = 128, ess_len: int = 256,
+                 label: str = "A"):
+        self.sampler, self.label = sampler, label
+        self.pot = pot = sampler.potential
+        self.dim = pot.dim
+        self.plot_dims = min(self.dim, 2)
+        self.burn, self.thin = int(burn), max(1, int(thin))
+        self.ens = Ensemble(sampler, chains, seed)
+        self.chains = self.ens.z.shape[0]
+        self.max_points = int(max_points)
+        aux = sampler.aux_names
+        self.r_cols = [self.dim + i for i, a in enumerate(aux) if a.startswith("r")]
+        self.xi_cols = [self.dim + i for i, a in enumerate(aux) if a.startswith("xi")]
+        self.has_momentum = bool(self.r_cols)
+        # simplex targets keep omega = theta / sum(theta): box, marginals and scores are about that view
+        self._view = getattr(pot, "theta_view", None)
+
+        # scored histogram (joint for dim <= 2) and the plotted marginals share these edges
+        e = edges_for(pot)
+        self.edges = [e] if pot.dim == 1 else list(e) if pot.dim == 2 else [np.linspace(*pot.box[0], 101)]
+        if pot.dim > 2:
+            self.edges.append(np.linspace(*pot.box[1], 101))
+        self.masses = bin_masses(pot, self.edges if pot.dim == 2 else self.edges[:1])
+        self._lo = [float(x[0]) for x in self.edges]
+        self._nb = [len(x) - 1 for x in self.edges]
+        self._inv = [nb / (float(x[-1]) - float(x[0])) for nb, x in zip(self._nb, self.edges)]
+        self.marg_counts = [np.zeros(nb) for nb in self._nb]
+        self.joint_counts = np.zeros(self.masses.shape)
+        self.joint_outside = 0.0
+        self.kept = 0                     # live states accumulated (per coordinate: inside + outside)
+
+        # a few highlighted chains: their new positions since the view last asked
+        self.path_chains = np.arange(min(int(n_paths), self.chains))
+        self._pending: list[np.ndarray] = []   # rows: (t, theta_1[, theta_2][, r]) per highlighted chain
+        self.path_cap = 2000
+
+        # ESS of theta_1 from a short trace of the first chains (cheap, refreshed now and then)
+        self._ess_chains = min(int(ess_chains), self.chains)
+        self._ess_buf = np.zeros((int(ess_len), self._ess_chains))
+        self._ess_n = 0
+        self._ess_cache = (float("nan"), float("nan"))
+        self._ess_at = -1
+        self.error: str | None = None
+        self.log_marginal = None
+        self._record_path()
+
+    def enable_log_marginal(self) -> bool:
+        """Also histogram log10 of the smallest component (sparse Dirichlet: the SCIR paper's point is
+        how samplers treat components near zero). Needs an exact marginal for that component."""
+        if self.dim < 3 or self.pot.start is None:
+            return False
+        k = int(np.argmin(np.abs(np.asarray(self.pot.start, float))))
+        marg = self.pot.marginals.get(k)
+        if marg is None:
+            return False
+        g = np.logspace(-60, 0, 6001)
+        with np.errstate(all="ignore"):
+            dens = np.nan_to_num(np.asarray(marg(g), float) * g * np.log(10.0))   # density of log10(omega)
+        lg = np.log10(g)
+        cdf = np.concatenate([[0.0], np.cumsum(0.5 * (dens[1:] + dens[:-1]) * np.diff(lg))])
+        if cdf[-1] <= 0:
+            return False
+        cdf /= cdf[-1]
+        lo, hi = np.interp([1e-3, 1 - 1e-5], cdf, lg)
+        edges = np.linspace(np.floor(lo), min(np.ceil(hi), 0.0), 61)
+        xs = np.linspace(edges[0], edges[-1], 400)
+        with np.errstate(all="ignore"):
+            exact = np.nan_to_num(np.asarray(marg(10.0 ** xs), float) * 10.0 ** xs * np.log(10.0))
+        self.log_marginal = dict(index=k, edges=edges, counts=np.zeros(60), x=xs, exact=exact,
+                                 inv=60 / (edges[-1] - edges[0]))
+        return True
+
+    def theta_of(self, z: np.ndarray) -> np.ndarray:
+        th = z[:, : self.dim]
+        return th if self._view is None else self._view(th)
+
+    # -- stepping --------------------------------------------------------------------
+    @property
+    def t(self) -> int:
+        return self.ens.t
+
+    @property
+    def n_diverged(self) -> int:
+        return self.ens.n_diverged
+
+    @property
+    def alive(self) -> np.ndarray:
+        return self.ens.guard.alive
+
+    def advance(self, steps: int) -> None:
+        """Advance `steps` steps, accumulating as we go. Errors of the dynamics propagate
+        (RecipeError, SamplerError...): the caller pauses and shows them."""
+        for _ in range(int(steps)):
+            self.ens.advance(1)
+            self._record_path()
+            self._record_ess()
+            if self.ens.t > self.burn and self.ens.t % self.thin == 0:
+                self._accumulate()
+
+    def _live_theta(self) -> np.ndarray:
+        th = self.theta_of(self.ens.z)
+        return th if self.ens.n_diverged == 0 else th[self.ens.guard.alive]
+
+    def _bin(self, theta: np.ndarray):
+        """Marginal bin indices of the plotted coordinates, -1 outside."""
+        return [_bin_index(theta[:, i], self._lo[i], self._inv[i], self._nb[i]) for i in range(len(self.edges))]
+
+    def _counts(self, theta: np.ndarray):
+        idx = self._bin(theta)
+        marg = [np.bincount(ix[ix >= 0], minlength=nb) for ix, nb in zip(idx, self._nb)]
+        if self.dim == 2:
+            ix, iy = idx
+            ok = (ix >= 0) & (iy >= 0)
+            flat = ix[ok] * self._nb[1] + iy[ok]
+            joint = np.bincount(flat, minlength=self.masses.size).reshape(self.masses.shape)
+            outside = theta.shape[0] - flat.size
+        else:
+            joint = marg[0]
+            outside = theta.shape[0] - joint.sum()
+        return marg, joint, float(outside)
+
+    def _accumulate(self) -> None:
+        theta = self._live_theta()
+        marg, joint, outside = self._counts(theta)
+        for acc, c in zip(self.marg_counts, marg):
+            acc += c
+        self.joint_counts += joint
+        self.joint_outside += outside
+        self.kept += theta.shape[0]
+        if self.log_marginal is not None:
+            self.log_marginal["counts"] += self._log_counts(theta)
+
+    def _log_counts(self, theta):
+        lm = self.log_marginal
+        with np.errstate(all="ignore"):
+            x = np.log10(theta[:, lm["index"]])
+        idx = _bin_index(x, lm["edges"][0], lm["inv"], 60)
+        return np.bincount(idx[idx >= 0], minlength=60)
+
+    def _record_path(self) -> None:
+        z = self.ens.z[self.path_chains]
+        th = self.theta_of(z)
+        cols = [th[:, i] for i in range(self.plot_dims)]
+        if self.has_momentum:
+            cols.append(z[:, self.r_cols[0]])
+        row = np.concatenate([[float(self.ens.t)], np.stack(cols, axis=1).ravel()])
+        self._pending.append(row)
+        if len(self._pending) > self.path_cap:
+            del self._pending[: len(self._pending) - self.path_cap]
+
+    def _record_ess(self) -> None:
+        self._ess_buf[self._ess_n % len(self._ess_buf)] = self.theta_of(self.ens.z[: self._ess_chains])[:, 0]
+        self._ess_n += 1
+
+    # -- what the views read ---------------------------------------------------------
+    @property
+    def accumulating(self) -> bool:
+        return self.kept > 0
+
+    def histograms(self):
+        """Per plotted coordinate: (edges, density on the true density scale), and the joint
+        counts and outside mass that KL/TV use: accumulated, or the ensemble now before burn-in."""
+        if self.kept:
+            marg, joint, outside, n = self.marg_counts, self.joint_counts, self.joint_outside, self.kept
+        else:
+            theta = self._live_theta()
+            marg, joint, outside = self._counts(theta)
+            n = theta.shape[0]
+        dens = [c / (max(n, 1) * (e[1] - e[0])) for c, e in zip(marg, self.edges)]
+        if self.log_marginal is not None:
+            lm = self.log_marginal
+            c = lm["counts"] if self.kept else self._log_counts(self._live_theta())
+            dens.append(c / (max(n, 1) * (lm["edges"][1] - lm["edges"][0])))
+        return dens, joint, outside
+
+    def take_path_points(self) -> np.ndarray:
+        """New rows (t, then per highlighted chain its plotted coordinates [and r]) since last call."""
+        rows = np.array(self._pending) if self._pending else np.zeros((0, 1))
+        self._pending = []
+        return rows
+
+    @property
+    def path_width(self) -> int:
+        return self.plot_dims + (1 if self.has_momentum else 0)
+
+    def ensemble_points(self) -> dict:
+        """The first max_points chains' current theta (and r for 1-D targets with momentum); diverged
+        chains are NaN (not drawn), so row k stays chain k and the highlighted chains stay the first rows."""
+        z = self.ens.z[: self.max_points]
+        th = self.theta_of(z)
+        x = th[:, 0].copy()
+        y = th[:, 1].copy() if self.dim >= 2 else (z[:, self.r_cols[0]].copy() if self.has_momentum else x * 0)
+        alive = self.ens.guard.alive[: self.max_points]
+        if not alive.all():
+            x[~alive] = np.nan
+            y[~alive] = np.nan
+        return {"x": x, "y": y}
+
+    def ess(self, every: int = 20) -> tuple[float, float]:
+        """(ESS of the histogrammed θ₁ samples, ESS per sample), refreshed every `every` steps.
+
+        Estimated from the last steps of the first chains (Stan's multi-chain estimator); the
+        efficiency per sample then scales to everything accumulated so far.
+        """
+        n = min(self._ess_n, len(self._ess_buf))
+        if n < 16:
+            return float("nan"), float("nan")
+        if self._ess_at < 0 or self.ens.t - self._ess_at >= every:
+            k = self._ess_n % len(self._ess_buf)
+            trace = self._ess_buf[:n] if n < len(self._ess_buf) else np.roll(self._ess_buf, -k, axis=0)
+            with np.errstate(all="ignore"):
+                e = dg.ess(trace)
+            eff = e / trace.size if np.isfinite(e) else float("nan")
+            self._ess_at = self.ens.t
+            self._ess_cache = (eff, eff)
+        eff = self._ess_cache[1]
+        total = eff * (self.kept if self.kept else self._live_theta().shape[0])
+        return float(total), float(eff)
+
+    def metrics(self) -> dict:
+        """Scalars for the metrics panel."""
+        dens, joint, outside = self.histograms()
+        kl, tv = kl_tv(joint, outside, self.masses)
+        ess, eff = self.ess()
+        out = dict(t=self.t, chains=self.chains, dim=self.dim, diverged=self.n_diverged, kl=kl, tv=tv, ess=ess, ess_per=eff,
+                   kept=self.kept, accumulating=self.accumulating, burn=self.burn)
+        alive = self.ens.guard.alive
+        if self.xi_cols:
+            out["xi"] = float(self.ens.z[alive][:, self.xi_cols].mean()) if alive.any() else float("nan")
+        if self.has_momentum and (self.xi_cols or self.sampler.spec.family == "thermostat"):
+            r = self.ens.z[alive][:, self.r_cols]
+            out["temperature"] = float(dg.kinetic_temperature(r).mean()) if len(r) else float("nan")
+        acc = acceptance_rate(self)
+        if acc is not None:
+            out["acceptance"] = acc
+        return out
+
+
+def acceptance_rate(run: LiveRun) -> float | None:
+    """The Metropolis acceptance rate of exact samplers (HMC), wherever the library keeps it."""
+    for owner in (run.ens, run.sampler, getattr(run.sampler, "mh_stats", None), getattr(run.sampler, "oracle", None)):
+        for name in ("acceptance_rate", "accept_rate", "acceptance"):
+            v = getattr(owner, name, None)
+            if callable(v):
+                try:
+                    v = v()
+                except Exception:
+                    v = None
+            if v is not None:
+                try:
+                    v = float(np.mean(v))
+                except (TypeError, ValueError):
+                    continue
+                if np.isfinite(v):
+                    return v
+    return None

@@ -1,0 +1,347 @@
+"""Plain Bokeh figures for one live run, and the per-frame updates of their data sources.
+
+Static parts (the exact density image and contours, the exact marginal curves) are drawn
+once per run; each frame only assigns or streams small ColumnDataSource columns: histogram
+heights, the new points of a few highlighted paths, a capped subsample of the ensemble and
+the metrics text. Bokeh's save tool gives the PNG export.
+
+Every changed source is one websocket message per session, so a frame touches few sources: the
+highlighted chains' current positions are the first rows of the ensemble source (drawn again,
+bigger, through a fixed index filter), both marginals share one source, and short columns go as
+JSON lists rather than binary buffers (each buffer is two more websocket frames).
+"""
+from __future__ import annotations
+
+import html
+import math
+
+import numpy as np
+from bokeh.layouts import column
+from bokeh.models import CDSView, ColumnDataSource, Div, IndexFilter, Range1d
+from bokeh.palettes import Blues256, Category10_10
+from bokeh.plotting import figure
+from bokeh.transform import linear_cmap
+
+from .live_run import LiveRun
+
+TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
+PATH_COLORS = [Category10_10[i] for i in (1, 2, 3, 4, 6, 8)]
+RUN_COLORS = {"A": "#1f77b4", "B": "#d62728"}
+DENSITY_PALETTE = list(reversed(Blues256))[:200]   # white at zero density, no near-black
+PATH_ROLLOVER = 150
+TRACE_ROLLOVER = 600
+MAIN_HEIGHT = 340
+MARGINAL_HEIGHT = 170
+
+
+def _fig(title, height, **kw):
+    p = figure(title=title, height=height, sizing_mode="stretch_width", tools=TOOLS,
+               toolbar_location="right", min_border_left=40, **kw)
+    p.toolbar.logo = None
+    p.title.text_font_size = "11pt"
+    return p
+
+
+def _density_image(p, axes, dens, contour=True):
+    """The exact density as an image with a few contour lines (static)."""
+    xs, ys = axes
+    img = np.asarray(dens, float).T            # Bokeh images are [y, x]
+    p.image(image=[img], x=xs[0], y=ys[0], dw=xs[-1] - xs[0], dh=ys[-1] - ys[0],
+            palette=DENSITY_PALETTE, level="image", alpha=0.9)
+    if contour and np.isfinite(img).all() and img.max() > 0:
+        levels = img.max() * np.array([0.02, 0.1, 0.3, 0.6, 0.9])
+        try:
+            p.contour(xs, ys, img, levels=levels, line_color="#08306b", line_alpha=0.5, line_width=1)
+        except Exception:   # contourpy refuses degenerate grids; the image alone is enough
+            pass
+
+
+def phase_density(pot, r_range, M=1.0, n=151):
+    """exp(-H) on the (θ, r) plane for H = U + r²/(2M), normalised."""
+    (xs,), px = pot.grid(n)
+    rs = np.linspace(r_range[0], r_range[1], n)
+    pr = np.exp(-rs ** 2 / (2 * M)) / math.sqrt(2 * math.pi * M)
+    return (xs, rs), np.outer(px, pr)
+
+
+class RunPlots:
+    """The figures of one run: main plot (2-D density or (θ, r) phase plane), trace for 1-D
+    targets, marginal histograms over the exact marginals, and a metrics panel."""
+
+    @staticmethod
+    def structure(run: LiveRun, side, log_view: bool = False) -> tuple:
+        """What the figures' shape depends on: runs with the same structure reuse the figures
+        (BokehJS 3.9 keeps replaced models alive for the whole session, so replacing figures on
+        every parameter change would grow the page's memory)."""
+        return (run.label, run.pot.name, run.dim, run.has_momentum, len(run.path_chains), log_view,
+                _r_box(side) if run.dim == 1 and run.has_momentum else None)
+
+    def __init__(self, run: LiveRun, side, label: str, log_view: bool = False):
+        self.label, self.log_view = label, log_view
+        self.key = self.structure(run, side, log_view)
+        self.color = RUN_COLORS.get(run.label, "#1f77b4")
+        pot = run.pot
+        self.dim = pot.dim
+        self.has_momentum = run.has_momentum
+        K = len(run.path_chains)
+        self.K = K
+        name = side.sampler.spec.title
+        self.title = f"{label}: {name}"
+        self.paths = ColumnDataSource(self._empty_paths(K, run))
+        n_pts = min(run.chains, run.max_points)
+        self.ens = ColumnDataSource(dict(x=np.full(n_pts, np.nan), y=np.full(n_pts, np.nan),
+                                         hid=np.arange(n_pts, dtype=float)), name=f"ens-{run.label}")
+        self.figures = []
+
+        self.main = None
+        if self.dim >= 2:
+            self.main = _fig(f"{self.title} — θ₁, θ₂", MAIN_HEIGHT, x_range=Range1d(*pot.box[0]),
+                             y_range=Range1d(*pot.box[1]), x_axis_label="θ₁", y_axis_label="θ₂")
+            if self.dim == 2:
+                axes, dens = pot.grid(151)
+                _density_image(self.main, axes, dens)
+            self.main.scatter("x", "y", source=self.ens, size=2.5, color="#333333", alpha=0.35,
+                              legend_label="ensemble")
+            for k in range(K):
+                self.main.line(f"x{k}", f"y{k}", source=self.paths, color=PATH_COLORS[k % 6], line_width=1.5,
+                               alpha=0.9)
+        elif self.has_momentum:
+            M = float(side.sampler.params.get("M", 1.0) or 1.0)
+            rbox = _r_box(side)
+            self.main = _fig(f"{self.title} — phase plane (θ, r)", MAIN_HEIGHT, x_range=Range1d(*pot.box[0]),
+                             y_range=Range1d(*rbox), x_axis_label="θ", y_axis_label="r")
+            axes, dens = phase_density(pot, rbox, M)
+            _density_image(self.main, axes, dens)
+            self.main.scatter("x", "y", source=self.ens, size=2.5, color="#333333", alpha=0.35,
+                              legend_label="ensemble")
+            for k in range(K):
+                self.main.line(f"x{k}", f"r{k}", source=self.paths, color=PATH_COLORS[k % 6], line_width=1.5)
+        if self.main is not None:
+            # the highlighted chains are the first K rows of the ensemble source
+            self.main.scatter("x", "y", source=self.ens, view=CDSView(filter=IndexFilter(list(range(K)))), size=9,
+                              fill_color=linear_cmap("hid", PATH_COLORS[:K], -0.5, K - 0.5), line_color="black",
+                              legend_label="highlighted chains")
+            self.main.legend.location = "top_left"
+            self.main.legend.background_fill_alpha = 0.6
+            self.main.legend.label_text_font_size = "8pt"
+            self.main.legend.click_policy = "hide"
+            self.main.name = f"main-{run.label}"
+            self.figures.append(self.main)
+
+        self.trace = None
+        if self.dim == 1:
+            self.trace = _fig(f"{self.title} — trace of θ" if self.main is None else "trace of θ",
+                              MAIN_HEIGHT if self.main is None else 180, y_range=Range1d(*pot.box[0]),
+                              x_axis_label="step", y_axis_label="θ")
+            self.trace.name = f"trace-{run.label}"
+            for k in range(K):
+                self.trace.line("t", f"x{k}", source=self.paths, color=PATH_COLORS[k % 6], line_width=1.2)
+            self.figures.append(self.trace)
+
+        self.marginals, self.log_hist = [], None
+        n_marg = run.plot_dims if run.dim <= 2 else 2
+        cols = {}
+        for i in range(n_marg):
+            cols.update({f"left{i}": run.edges[i][:-1], f"right{i}": run.edges[i][1:],
+                         f"top{i}": np.zeros(len(run.edges[i]) - 1)})
+        self.hist = ColumnDataSource(cols, name=f"hist-{run.label}")
+        for i in range(n_marg):
+            self._add_marginal(run, i)
+        if run.log_marginal is not None:
+            self._add_log_marginal(run)
+
+        self._y_ends = [fig.y_range.end for fig in self.marginals]
+        self.metrics = Div(text="", sizing_mode="stretch_width", name=f"metrics-{run.label}",
+                           styles={"font-size": "13px"})
+        self.reset(run)
+
+    def _add_marginal(self, run, i):
+        pot = run.pot
+        edges = run.edges[i]
+        coord = "θ" if self.dim == 1 else f"θ{'₁₂'[i]}"
+        # fixed ranges: a DataRange1d would send its recomputed end back to the server every frame
+        xs = np.linspace(edges[0], edges[-1], 400)
+        marg = pot.marginals.get(i)
+        ys = np.asarray(marg(xs), float) if marg is not None else np.zeros_like(xs)
+        peak = float(np.nanmax(ys)) if np.isfinite(ys).any() and np.nanmax(ys) > 0 else 1.0
+        p = _fig(f"marginal of {coord}: samples vs exact", MARGINAL_HEIGHT, x_range=Range1d(edges[0], edges[-1]),
+                 y_range=Range1d(0, 1.25 * peak), x_axis_label=coord, y_axis_label="density")
+        p.quad(left=f"left{i}", right=f"right{i}", top=f"top{i}", bottom=0, source=self.hist, fill_color=self.color,
+               fill_alpha=0.45, line_color=self.color, line_alpha=0.6, legend_label="samples")
+        if marg is not None:
+            p.line(xs, ys, color="black", line_width=2, legend_label="exact")
+        p.legend.location = "top_right"
+        p.legend.label_text_font_size = "8pt"
+        p.legend.background_fill_alpha = 0.6
+        self.marginals.append(p)
+        self.figures.append(p)
+
+    def _add_log_marginal(self, run):
+        lm = run.log_marginal
+        k = lm["index"] + 1
+        edges = lm["edges"]
+        p = _fig(f"log₁₀ of a small component, θ{k}: samples vs exact", MARGINAL_HEIGHT,
+                 x_range=Range1d(edges[0], edges[-1]), y_range=Range1d(0, 1.25 * max(float(np.max(lm["exact"])), 1e-9)),
+                 x_axis_label=f"log₁₀ θ{k}",
+                 y_axis_label="density of log₁₀ θ")
+        src = ColumnDataSource(dict(left=edges[:-1], right=edges[1:], top=np.zeros(len(edges) - 1)),
+                               name=f"hist-{run.label}-log")
+        p.quad(left="left", right="right", top="top", bottom=0, source=src, fill_color=self.color, fill_alpha=0.45,
+               line_color=self.color, line_alpha=0.6, legend_label="samples")
+        p.line(lm["x"], lm["exact"], color="black", line_width=2, legend_label="exact")
+        p.legend.location = "top_left"
+        p.legend.label_text_font_size = "8pt"
+        self.log_hist = src
+        self.marginals.append(p)
+        self.figures.append(p)
+
+    def _empty_paths(self, K, run):
+        d = {"t": []}
+        for k in range(K):
+            d[f"x{k}"] = []
+            if run.dim >= 2:
+                d[f"y{k}"] = []
+            if run.has_momentum:
+                d[f"r{k}"] = []
+        return d
+
+    def rebind(self, run: LiveRun, side) -> None:
+        """Show a new run of the same structure: new titles, emptied sources, ranges as first drawn."""
+        for fig, end in zip(self.marginals, self._y_ends):
+            fig.y_range.end = end
+        old = self.title
+        self.title = f"{self.label}: {side.sampler.spec.title}"
+        for fig in (self.main, self.trace):
+            if fig is not None:
+                fig.title.text = fig.title.text.replace(old, self.title)
+        self.reset(run)
+
+    # -- layout ---------------------------------------------------------------------
+    def layout(self):
+        # styles on the Bokeh model itself: Panel's FlexBox lays out this model, not a wrapper
+        return column(*self.figures, self.metrics, sizing_mode="stretch_width",
+                      styles={"flex": "1 1 400px", "min-width": "0"})
+
+    # -- data -------------------------------------------------------------------------
+    def reset(self, run: LiveRun):
+        self.paths.data = self._empty_paths(self.K, run)
+        self.update(run)
+
+    def update(self, run: LiveRun, metrics_extra: dict | None = None, text: bool = True) -> dict:
+        """Push this frame's aggregates into the sources; returns the metrics shown.
+
+        text=False leaves the metrics panel as it is: a changed Div makes the browser lay out the
+        whole page again (measured: 25 Div updates a second hold headless Chromium to ~8 frames a
+        second, against ~40 without), so the frame loop refreshes the numbers a few times a second."""
+        rows = run.take_path_points()
+        if len(rows):
+            self.paths.stream(self._path_columns(run, rows), rollover=TRACE_ROLLOVER if self.dim == 1 else PATH_ROLLOVER)
+        if self.main is not None:
+            self.ens.data.update(run.ensemble_points())
+        dens, _, _ = run.histograms()
+        n_marg = len(self.marginals) - (1 if self.log_hist is not None else 0)
+        self.hist.data.update({f"top{i}": dens[i].tolist() for i in range(n_marg)})
+        if self.log_hist is not None:
+            self.log_hist.data.update(top=dens[-1].tolist())
+        for fig, d in zip(self.marginals, dens):   # grow a marginal's range when a histogram outgrows it (rare)
+            top = float(np.max(d)) if len(d) else 0.0
+            if np.isfinite(top) and top > fig.y_range.end:
+                fig.y_range.end = 1.15 * top
+        m = run.metrics()
+        if metrics_extra:
+            m.update(metrics_extra)
+        self.last_metrics = m
+        if text:
+            self.metrics.text = metrics_html(m, run.label, self.color, self.title)
+        return m
+
+    def _path_columns(self, run, rows):
+        w = run.path_width
+        out = {"t": rows[:, 0].tolist()}
+        for k in range(self.K):
+            base = 1 + k * w
+            out[f"x{k}"] = rows[:, base].tolist()
+            if run.dim >= 2:
+                out[f"y{k}"] = rows[:, base + 1].tolist()
+            if run.has_momentum:
+                out[f"r{k}"] = rows[:, base + w - 1].tolist()
+        return out
+
+
+def _r_box(side) -> tuple:
+    """The momentum range of the phase plane: the recipe's own, else 4 standard deviations."""
+    if side.recipe is not None and side.recipe.aux_box:
+        return tuple(float(v) for v in side.recipe.aux_box[0])
+    M = float(side.sampler.params.get("M", 1.0) or 1.0)
+    return (-4.0 * math.sqrt(M), 4.0 * math.sqrt(M))
+
+
+def _fmt(v, digits=3):
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return "–"
+    if isinstance(v, (int, np.integer)):
+        return f"{int(v):,}"
+    if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e5):
+        return f"{v:.{digits - 1}e}"
+    return f"{v:.{digits}g}" if abs(v) < 1 else f"{v:,.{max(digits - 1, 0)}f}" if abs(v) < 100 else f"{v:,.0f}"
+
+
+def metrics_html(m: dict, label: str, color: str, title: str) -> str:
+    """A small table; each value carries data-metric="<name>-<run>" so tests can read it."""
+    src = (f"samples since step {m['burn']}" if m.get("accumulating")
+           else f"ensemble now (accumulates after step {m['burn']})")
+    rows = [("step", "t", _fmt(m["t"])),
+            ("KL to exact", "kl", _fmt(m["kl"])),
+            ("TV to exact", "tv", _fmt(m["tv"])),
+            ("ESS (θ₁)", "ess", _fmt(m["ess"])),
+            ("diverged chains", "diverged", f"{m['diverged']:,} / {m['chains']:,}")]
+    if "xi" in m:
+        rows.append(("ξ (mean)", "xi", _fmt(m["xi"])))
+    if "temperature" in m:
+        rows.append(("kinetic temperature", "temperature", _fmt(m["temperature"])))
+    if "acceptance" in m:
+        rows.append(("acceptance rate", "acceptance", _fmt(m["acceptance"])))
+    if m.get("residual_text"):
+        rows.append(("FP residual", "residual", m["residual_text"]))
+    cells = "".join(
+        f"<tr><td style='padding:1px 10px 1px 0;color:#555'>{html.escape(n)}</td>"
+        f"<td data-metric='{key}-{label.lower()}' style='font-family:monospace;text-align:right'>{html.escape(v)}</td></tr>"
+        for n, key, v in rows)
+    warn = "color:#b00020;font-weight:600" if m["diverged"] else "color:#555"
+    return (f"<div style='border-left:4px solid {color};padding-left:8px'>"
+            f"<div style='font-weight:600'>{html.escape(title)}</div>"
+            f"<table style='border-collapse:collapse'>{cells}</table>"
+            f"<div style='font-size:11px;{warn if m['diverged'] else 'color:#777'}'>histogram: {html.escape(src)}</div></div>")
+
+
+class KLHistory:
+    """KL of each run against the step, log scale: where naive and corrected part ways."""
+
+    def __init__(self, runs, labels):
+        self.fig = _fig("KL to the exact density (log scale)", 200, y_axis_type="log", x_axis_label="step",
+                        y_axis_label="KL")
+        self.fig.name = "kl-history"
+        self.sources = []
+        for run, label in zip(runs, labels):
+            src = ColumnDataSource(dict(t=[], kl=[]), name=f"kl-{run.label}")
+            self.fig.line("t", "kl", source=src, color=RUN_COLORS.get(run.label, "#1f77b4"), line_width=2,
+                          legend_label=label)
+            self.sources.append(src)
+        self.fig.legend.location = "top_right"
+        self.fig.legend.label_text_font_size = "8pt"
+
+    def reset(self, labels):
+        for src, item, label in zip(self.sources, self.fig.legend.items, labels):
+            src.data = dict(t=[], kl=[])
+            item.label = dict(value=label)
+
+    EVERY = 5   # frames between points: the curve needs no more, and each point is one more message per session
+
+    def update(self, metrics_list, force: bool = False):
+        self._n = getattr(self, "_n", -1) + 1
+        if self._n % self.EVERY and not force:
+            return
+        for src, m in zip(self.sources, metrics_list):
+            kl = m.get("kl")
+            if kl is not None and np.isfinite(kl) and kl > 0 and m.get("accumulating"):
+                src.stream(dict(t=[m["t"]], kl=[kl]), rollover=2000)

@@ -1,0 +1,143 @@
+"""The configuration as a URL query, and back: a pasted link reproduces the run, seed included.
+
+Keys are short and stable: pot, s, a.<param>, cmp, sb, b.<param>, V, batch, n, seed, speed,
+burn, D, Q (JSON lists of cell strings), naive, log. Navigation adds tab, lesson and play.
+Nothing from a URL is evaluated: values are parsed as numbers, names are checked against the
+registry, and cells go through the library's whitelist parser like typed ones.
+"""
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qsl, urlencode
+
+from samplers.registry import REGISTRY, sampler_names
+
+from .model import LabConfig, known_potential
+
+SIMPLE = {"potential": "pot", "sampler": "s", "compare": "cmp", "sampler_b": "sb", "V": "V", "batch": "batch",
+          "chains": "n", "seed": "seed", "speed": "speed", "burn": "burn", "naive": "naive", "log_view": "log"}
+ALWAYS = ("potential", "sampler", "V", "chains", "seed")   # written even at their defaults: links stay explicit
+NAV_KEYS = ("tab", "lesson", "play")
+MAX_CELLS_JSON = 4000
+
+
+def _fmt(value) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def to_query(cfg: LabConfig) -> dict[str, str]:
+    """The configuration as query items (defaults left out, except the ALWAYS ones)."""
+    defaults = LabConfig.param
+    q = {}
+    for name, key in SIMPLE.items():
+        v = getattr(cfg, name)
+        if v is None:
+            continue
+        if name in ALWAYS or v != defaults[name].default:
+            if name in ("sampler_b",) and not cfg.compare:
+                continue
+            q[key] = _fmt(v)
+    for k, v in cfg.params.items():
+        q[f"a.{k}"] = _fmt(v)
+    if cfg.compare:
+        for k, v in cfg.params_b.items():
+            q[f"b.{k}"] = _fmt(v)
+    for name in ("D", "Q"):
+        cells = getattr(cfg, name)
+        if cells is not None:
+            q[name] = json.dumps(cells, separators=(",", ":"))
+    return q
+
+
+def query_string(cfg: LabConfig, nav: dict | None = None) -> str:
+    q = to_query(cfg)
+    for k, v in (nav or {}).items():
+        if v not in (None, ""):
+            q[k] = str(v)
+    return "?" + urlencode(q)
+
+
+def parse_search(search: str) -> dict[str, str]:
+    """'?a=1&b=2' -> {'a': '1', 'b': '2'} (last value wins)."""
+    return dict(parse_qsl((search or "").lstrip("?"), keep_blank_values=True))
+
+
+def _bool(text: str) -> bool:
+    t = text.strip().lower()
+    if t in ("1", "true", "yes", "on"):
+        return True
+    if t in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"expected 0 or 1, got '{text}'")
+
+
+def _cells(text: str):
+    if len(text) > MAX_CELLS_JSON:
+        raise ValueError("too long")
+    cells = json.loads(text)
+    if not (isinstance(cells, list) and all(isinstance(row, list) for row in cells)
+            and all(isinstance(c, (str, int, float)) for row in cells for c in row)):
+        raise ValueError("expected a JSON list of lists of cell strings")
+    return [[str(c) for c in row] for row in cells]
+
+
+def from_query(query: dict[str, str]) -> tuple[dict, list[str]]:
+    """Parameter updates for LabConfig from query items, and a message per item that was ignored."""
+    sampler_names()   # loads every module that registers samplers
+    upd, errors = {}, []
+    parsers = {"potential": str, "sampler": str, "sampler_b": str, "V": float, "batch": int, "chains": int,
+               "seed": int, "speed": int, "burn": int, "compare": _bool, "naive": _bool, "log_view": _bool}
+    names = {v: k for k, v in SIMPLE.items()}
+    params_a, params_b = {}, {}
+    for key, text in query.items():
+        try:
+            if key in names:
+                name = names[key]
+                value = parsers[name](text.strip()) if name not in ("potential",) else text.strip()
+                p = LabConfig.param[name]
+                if name in ("sampler", "sampler_b") and value not in REGISTRY:
+                    raise ValueError(f"unknown sampler '{value}'")
+                if name == "potential" and not known_potential(value):
+                    raise ValueError(f"unknown potential '{value}'")
+                if hasattr(p, "bounds") and p.bounds and value is not None:
+                    lo, hi = p.bounds
+                    if (lo is not None and value < lo) or (hi is not None and value > hi):
+                        raise ValueError(f"must be between {lo} and {hi}")
+                upd[name] = value
+            elif key in ("D", "Q"):
+                upd[key] = _cells(text)
+            elif key.startswith("a.") or key.startswith("b."):
+                (params_a if key[0] == "a" else params_b)[key[2:]] = text.strip()
+            elif key not in NAV_KEYS:
+                errors.append(f"unknown URL key '{key}'")
+        except (ValueError, TypeError) as err:
+            errors.append(f"URL {key}={text[:40]}: {err}")
+    for side, params, sampler_key in (("a", params_a, "sampler"), ("b", params_b, "sampler_b")):
+        sampler = upd.get(sampler_key, LabConfig.param[sampler_key].default)
+        known = REGISTRY[sampler].defaults if sampler in REGISTRY else {}
+        bad = [k for k in params if k not in known]
+        for k in bad:
+            errors.append(f"URL {side}.{k}: {sampler} has no parameter '{k}'")
+            params.pop(k)
+        if params:
+            upd["params" if side == "a" else "params_b"] = params
+    return upd, errors
+
+
+def apply_query(cfg: LabConfig, query: dict[str, str]) -> list[str]:
+    """Apply a URL's configuration in one update (one rebuild); returns what was ignored."""
+    upd, errors = from_query(query)
+    try:
+        cfg.param.update(**upd)
+    except Exception as err:   # a value param itself refused: apply the rest one by one
+        errors.append(str(err))
+        for k, v in upd.items():
+            try:
+                cfg.param.update(**{k: v})
+            except Exception as e:
+                errors.append(f"{k}: {e}")
+    return errors

@@ -1,0 +1,329 @@
+"""Side-panel controls: potential, sampler and its parameters, run controls, comparison.
+
+Widgets write into the LabConfig (the single source of truth, mirrored in the URL) and
+follow it when it changes elsewhere (a pasted link, a comparison preset). Bad input shows
+its reason next to the field and is not applied.
+"""
+from __future__ import annotations
+
+import html
+
+import panel as pn
+from panel.viewable import Viewer
+
+from samplers.potentials import PotentialError
+from samplers.registry import REGISTRY
+
+from ..choices import TYPED, compare_pairs, load_potential, potential_names, sampler_label, samplers
+from ..model import Lab, default_params, validate_params
+
+TYPED_OPTION = "type U(x) or U(x, y)…"
+
+
+def error_html(text: str) -> str:
+    return f"<div class='lab-error' style='color:#b00020;font-size:12px'>{html.escape(text)}</div>" if text else ""
+
+
+def ok_html(text: str) -> str:
+    return f"<div class='lab-ok' style='color:#1b5e20;font-size:12px'>{html.escape(text)}</div>" if text else ""
+
+
+class PotentialPicker(Viewer):
+    """A preset, or U typed into a field: the parser's message shows as one types, and a valid
+    U becomes the target at once (an invalid one blocks the run)."""
+
+    def __init__(self, lab: Lab, **params):
+        super().__init__(**params)
+        self.lab, self.cfg = lab, lab.config
+        options = {name: name for name in potential_names()}
+        options[TYPED_OPTION] = TYPED
+        typed = self.cfg.potential.startswith(TYPED)
+        self.select = pn.widgets.Select(name="Potential", options=options,
+                                        value=TYPED if typed else self.cfg.potential, sizing_mode="stretch_width")
+        self.expr = pn.widgets.TextInput(name="U(x) or U(x, y)", placeholder="e.g. x^4 - 2*x^2 + 0.3*x",
+                                         value=self.cfg.potential[len(TYPED):] if typed else "x^4 - 2*x^2",
+                                         visible=typed, sizing_mode="stretch_width", css_classes=["expr-input"])
+        self.status = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["expr-status"], margin=(0, 10))
+        self.info = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
+        self.formula = pn.pane.LaTeX("", renderer="katex", sizing_mode="stretch_width", margin=(0, 10),
+                                     styles={"font-size": "0.9em", "overflow-x": "auto"})
+        self._pending = None
+        self.select.param.watch(self._on_select, "value")
+        self.expr.param.watch(self._on_text, "value_input")
+        self.cfg.param.watch(self._follow, "potential")
+        lab.param.watch(self._show, "version")
+        self._show()
+
+    def _on_select(self, event):
+        if event.new == TYPED:
+            self.expr.visible = True
+            self._on_text(None)
+        else:
+            self.expr.visible = False
+            self.status.object = ""
+            self.lab.block("potential", None)
+            self.cfg.potential = event.new
+
+    def _on_text(self, event):
+        text = (self.expr.value_input if self.expr.value_input is not None else self.expr.value) or ""
+        if not text.strip():
+            self.status.object = error_html("type U in x (1-D) or x and y (2-D)")
+            self.lab.block("potential", "the typed potential is empty")
+            return
+        try:
+            load_potential(TYPED + text)
+        except PotentialError as err:
+            self.status.object = error_html(str(err))
+            self.lab.block("potential", f"the typed potential is invalid: {err}")
+            return
+        except Exception as err:     # anything else the parser lets through: still only a message
+            self.status.object = error_html(f"cannot use this expression: {err}")
+            self.lab.block("potential", "the typed potential is invalid")
+            return
+        self.status.object = ok_html("✓ valid")
+        self.lab.block("potential", None)
+        self._apply_soon(TYPED + text.strip())
+
+    def _apply_soon(self, spec: str, delay_ms: int = 350):
+        """Apply a valid expression once typing pauses: every valid prefix of what is being typed
+        would otherwise rebuild the runs and the figures."""
+        self._pending = spec
+        doc = pn.state.curdoc
+        if doc is None or doc.session_context is None:
+            self.cfg.potential = spec
+            return
+
+        def apply():
+            if self._pending == spec and not self.lab.blocks.get("potential"):
+                self.cfg.potential = spec
+        doc.add_timeout_callback(apply, delay_ms)
+
+    def _follow(self, event):
+        typed = event.new.startswith(TYPED)
+        value = TYPED if typed else event.new
+        if self.select.value != value:
+            self.select.value = value
+        # never echo text back into the field while someone types in it: it would eat keystrokes
+        typing = (self.expr.value_input or "").strip()
+        if typed and typing != event.new[len(TYPED):].strip():
+            self.expr.value = event.new[len(TYPED):]
+        self.expr.visible = typed
+
+    def _show(self, *_):
+        pot = self.lab.potential
+        if pot is None:
+            return
+        self.formula.object = f"${pot.formula}$" if pot.formula else ""
+        self.info.object = (f"<div style='font-size:12px;color:#444'>{html.escape(pot.description)} "
+                            f"(dimension {pot.dim})</div>")
+
+    def __panel__(self):
+        return pn.Column(self.select, self.expr, self.status, self.formula, self.info, sizing_mode="stretch_width")
+
+
+class ParamFields(Viewer):
+    """Text fields for a sampler's parameters (as `coerce_params` accepts them: numbers, 'auto'...)."""
+
+    def __init__(self, lab: Lab, side: str = "A", **params):
+        super().__init__(**params)
+        self.lab, self.cfg, self.side = lab, lab.config, side
+        self.sampler_key = "sampler" if side == "A" else "sampler_b"
+        self.params_key = "params" if side == "A" else "params_b"
+        self.grid = pn.GridBox(ncols=2, sizing_mode="stretch_width")
+        self.error = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=[f"params-error-{side.lower()}"],
+                                  margin=(0, 10))
+        self.widgets: dict = {}
+        self._syncing = False
+        self._build()
+        self.cfg.param.watch(self._build, [self.sampler_key])
+        self.cfg.param.watch(self._follow, [self.params_key])
+
+    def _build(self, *_):
+        name = getattr(self.cfg, self.sampler_key)
+        spec = REGISTRY[name]
+        current = getattr(self.cfg, self.params_key)
+        self.widgets = {}
+        for key, default in spec.defaults.items():
+            value = current.get(key, "auto" if default is None else default)
+            if key in spec.choices:
+                w = pn.widgets.Select(name=key, options=list(spec.choices[key]), value=str(value),
+                                      sizing_mode="stretch_width", css_classes=[f"param-{key}"])
+            else:
+                w = pn.widgets.TextInput(name=key, value=str(value), sizing_mode="stretch_width",
+                                         css_classes=[f"param-{self.side.lower()}-{key}"])
+            w.param.watch(self._on_edit, "value")
+            self.widgets[key] = w
+        self.grid.objects = list(self.widgets.values())
+        self.error.object = ""
+
+    def _on_edit(self, event):
+        if self._syncing:
+            return
+        name = getattr(self.cfg, self.sampler_key)
+        defaults = default_params(name)
+        overrides = {}
+        for key, w in self.widgets.items():
+            text = str(w.value).strip()
+            d = defaults.get(key)
+            if text in ("", str(d)) or (d is None and text.lower() in ("auto", "none")):
+                continue
+            overrides[key] = text
+        reason = validate_params(name, overrides)
+        if reason:
+            self.error.object = error_html(f"{reason} (not applied)")
+            return
+        self.error.object = ""
+        if overrides != getattr(self.cfg, self.params_key):
+            setattr(self.cfg, self.params_key, overrides)
+
+    def _follow(self, event):
+        name = getattr(self.cfg, self.sampler_key)
+        defaults = default_params(name)
+        self._syncing = True
+        try:
+            for key, w in self.widgets.items():
+                d = defaults.get(key)
+                value = str(event.new.get(key, "auto" if d is None else d))
+                if str(w.value) != value and value in (getattr(w, "options", None) or [value]):
+                    w.value = value
+        finally:
+            self._syncing = False
+
+    def __panel__(self):
+        return pn.Column(self.grid, self.error, sizing_mode="stretch_width")
+
+
+class SamplerPicker(Viewer):
+    """The registry's samplers (new entries appear by themselves), with their parameters."""
+
+    def __init__(self, lab: Lab, side: str = "A", **params):
+        super().__init__(**params)
+        self.lab, self.cfg, self.side = lab, lab.config, side
+        self.key = "sampler" if side == "A" else "sampler_b"
+        options = {sampler_label(n): n for n in samplers()}
+        self.select = pn.widgets.Select(name="Sampler" if side == "A" else "Sampler B", options=options,
+                                        value=getattr(self.cfg, self.key), sizing_mode="stretch_width",
+                                        css_classes=[f"sampler-select-{side.lower()}"])
+        self.doc = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
+        self.fields = ParamFields(lab, side)
+        self.select.param.watch(self._on_select, "value")
+        self.cfg.param.watch(self._follow, [self.key])
+        self._describe()
+
+    def _on_select(self, event):
+        if getattr(self.cfg, self.key) == event.new:
+            return
+        if self.side == "A":   # a new sampler starts from its own recipe and parameters
+            self.cfg.param.update(sampler=event.new, params={}, D=None, Q=None, naive=None)
+        else:
+            self.cfg.param.update(sampler_b=event.new, params_b={})
+        self._describe()
+
+    def _follow(self, event):
+        if self.select.value != event.new:
+            self.select.value = event.new
+        self._describe()
+
+    def _describe(self):
+        spec = REGISTRY[getattr(self.cfg, self.key)]
+        self.doc.object = (f"<details style='font-size:12px;color:#444'><summary>{html.escape(spec.source)}</summary>"
+                           f"{html.escape(spec.doc)}</details>")
+
+    def __panel__(self):
+        return pn.Column(self.select, self.doc, self.fields, sizing_mode="stretch_width")
+
+
+class RunControls(Viewer):
+    """Play, pause, single step, reset; speed, chains, seed, gradient noise, burn-in."""
+
+    def __init__(self, lab: Lab, **params):
+        super().__init__(**params)
+        self.lab, self.cfg = lab, lab.config
+        self.play = pn.widgets.Button(name="Play", button_type="success", css_classes=["play-button"], width=90)
+        self.step = pn.widgets.Button(name="Step", button_type="default", css_classes=["step-button"], width=70)
+        self.reset = pn.widgets.Button(name="Reset", button_type="default", css_classes=["reset-button"], width=70)
+        self.play.on_click(self._toggle)
+        self.step.on_click(lambda e: lab.step(1))
+        self.reset.on_click(lambda e: lab.reset())
+        self.speed = pn.widgets.IntSlider.from_param(self.cfg.param.speed, name="Speed (steps per frame)",
+                                                     start=1, end=200, sizing_mode="stretch_width")
+        self.chains = pn.widgets.IntInput.from_param(self.cfg.param.chains, name="Chains", step=100,
+                                                     sizing_mode="stretch_width", css_classes=["chains-input"])
+        self.seed = pn.widgets.IntInput.from_param(self.cfg.param.seed, name="Seed", sizing_mode="stretch_width",
+                                                   css_classes=["seed-input"])
+        self.V = pn.widgets.FloatInput.from_param(self.cfg.param.V, name="Gradient noise V", step=0.5,
+                                                  sizing_mode="stretch_width", css_classes=["v-input"])
+        self.burn = pn.widgets.IntInput.from_param(self.cfg.param.burn, name="Burn-in (steps)", step=50,
+                                                   sizing_mode="stretch_width")
+        self.noise = pn.widgets.RadioButtonGroup(options=["simulated noise V", "real minibatches"],
+                                                 value="real minibatches" if self.cfg.batch else "simulated noise V",
+                                                 sizing_mode="stretch_width", visible=False)
+        self.batch = pn.widgets.IntInput(name="Minibatch size", value=self.cfg.batch or 10, start=1,
+                                         sizing_mode="stretch_width", visible=False)
+        self.noise.param.watch(self._on_noise, "value")
+        self.batch.param.watch(self._on_noise, "value")
+        lab.param.watch(self._refresh, ["playing", "blocks", "version"])
+        self.cfg.param.watch(self._refresh, ["batch"])
+        self._refresh()
+
+    def _toggle(self, event):
+        if self.lab.playing:
+            self.lab.pause()
+        else:
+            self.lab.play()
+
+    def _on_noise(self, event):
+        if self.noise.value == "real minibatches":
+            self.cfg.batch = max(1, int(self.batch.value or 1))
+        else:
+            self.cfg.batch = None
+
+    def _refresh(self, *_):
+        lab = self.lab
+        self.play.name = "Pause" if lab.playing else "Play"
+        self.play.button_type = "warning" if lab.playing else "success"
+        self.play.disabled = not lab.playing and not lab.can_run
+        self.step.disabled = not lab.can_run
+        data = lab.potential is not None and lab.potential.data is not None
+        self.noise.visible = data
+        minibatch = data and self.cfg.batch is not None
+        self.batch.visible = minibatch
+        self.V.disabled = minibatch
+
+    def __panel__(self):
+        return pn.Column(pn.Row(self.play, self.step, self.reset), self.speed,
+                         pn.Row(self.chains, self.seed, sizing_mode="stretch_width"),
+                         pn.Row(self.V, self.burn, sizing_mode="stretch_width"), self.noise, self.batch,
+                         sizing_mode="stretch_width")
+
+
+class CompareControls(Viewer):
+    """Side-by-side mode: two samplers on the same potential, seed and gradient noise."""
+
+    def __init__(self, lab: Lab, **params):
+        super().__init__(**params)
+        self.lab, self.cfg = lab, lab.config
+        self.pairs = {p.key: p for p in compare_pairs()}
+        self.toggle = pn.widgets.Switch.from_param(self.cfg.param.compare, name="Compare", css_classes=["compare-switch"])
+        options = {"choose a pair…": ""}
+        options.update({p.label: p.key for p in self.pairs.values()})
+        self.pair = pn.widgets.Select(name="Preset pair", options=options, value="", sizing_mode="stretch_width",
+                                      css_classes=["pair-select"])
+        self.pair.param.watch(self._on_pair, "value")
+        self.picker_b = SamplerPicker(lab, "B")
+        self.body = pn.Column(self.picker_b, visible=self.cfg.compare, sizing_mode="stretch_width")
+        self.cfg.param.watch(lambda e: setattr(self.body, "visible", e.new), "compare")
+
+    def _on_pair(self, event):
+        pair = self.pairs.get(event.new)
+        if pair is None:
+            return
+        upd = dict(compare=True, sampler=pair.a, sampler_b=pair.b, params={}, params_b={}, D=None, Q=None,
+                   naive=None, log_view=pair.log_view)
+        if pair.potential:
+            upd["potential"] = pair.potential
+        self.cfg.param.update(**upd)
+
+    def __panel__(self):
+        return pn.Column(pn.Row(pn.pane.HTML("<b>Compare two samplers</b>", margin=(8, 10)), self.toggle),
+                         self.pair, self.body, sizing_mode="stretch_width")

@@ -1,0 +1,185 @@
+"""The (H, D, Q) of sampler A: editable D and Q cells, Γ, the SDE and the update rule as math,
+the naive switch and the stationarity-residual badge.
+
+Cells are expressions in the state variables and U, parsed by the library's whitelist parser;
+an invalid matrix (not symmetric PSD, not skew, unparsable) blocks the run with the library's
+message, which names the cell.
+"""
+from __future__ import annotations
+
+import html
+import re
+
+import panel as pn
+from panel.viewable import Viewer
+
+from samplers.custom import cell_variables, matrix_cells
+
+from ..model import RESIDUAL_OK, Lab
+
+TERM_LABEL = {"gamma": "drop Γ (naive variant)", "friction": "drop the friction D∇H (naive variant)"}
+
+
+def short_floats(latex: str) -> str:
+    """sympy prints sqrt(1.5) as 1.22474487139159: four decimals are plenty on screen."""
+    latex = re.sub(r"(\d+\.\d{4})\d+", r"\1", latex)
+    return re.sub(r"\{2\\,(?=[\d.])", r"{2\\cdot ", latex).replace(r"(2\,", r"(2\cdot ")
+
+
+def own_cells(recipe, which: str) -> list[list[str]]:
+    """The registered D or Q as editable cells, whole numbers without sympy's trailing zeros."""
+    cells = matrix_cells(recipe._raw[0 if which == "D" else 1])
+
+    def tidy(c):
+        try:
+            v = float(c)
+        except ValueError:
+            return c
+        return str(int(v)) if v.is_integer() else format(v, ".15g")
+    return [[tidy(c) for c in row] for row in cells]
+
+
+def residual_badge(value, naive_hint: bool = False) -> str:
+    """Green when exp(-H) is stationary under the dynamics, red when it is not."""
+    if value is None:
+        return ""
+    ok = value < RESIDUAL_OK
+    color, word = ("#1b5e20", "stationary: a recipe") if ok else ("#b00020", "not stationary: exp(−H) is not invariant")
+    return (f"<span class='residual-badge {'ok' if ok else 'bad'}' title='relative Fokker–Planck residual at exp(−H)' "
+            f"style='display:inline-block;padding:2px 8px;border-radius:10px;color:white;background:{color};"
+            f"font-size:12px'>FP residual {value:.1e} — {word}</span>")
+
+
+class RecipeEditor(Viewer):
+    def __init__(self, lab: Lab, **params):
+        super().__init__(**params)
+        self.lab, self.cfg = lab, lab.config
+        self.naive = pn.widgets.Switch(name="naive", css_classes=["naive-switch"], margin=(8, 10))
+        self.naive_label = pn.pane.HTML("", margin=(8, 0))
+        self.badge = pn.pane.HTML("", css_classes=["residual"], margin=(4, 10))
+        self.error = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["recipe-error"], margin=(0, 10))
+        self.note = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
+        self.revert = pn.widgets.Button(name="Revert D and Q", button_type="light", width=140,
+                                        css_classes=["revert-button"])
+        self.revert.on_click(lambda e: self.cfg.param.update(D=None, Q=None, naive=None))
+        self.D_grid = pn.GridBox(ncols=1)
+        self.Q_grid = pn.GridBox(ncols=1)
+        self.math = {k: pn.pane.LaTeX("", renderer="katex", sizing_mode="stretch_width",
+                                      styles={"overflow-x": "auto", "font-size": "0.95em"}, margin=(0, 10))
+                     for k in ("H", "Gamma", "sde", "update")}
+        self.cells = {"D": [], "Q": []}
+        self._shape_key = None
+        self._syncing = False
+        self.naive.param.watch(self._on_naive, "value")
+        lab.param.watch(self._render, ["version", "blocks"])
+        self.body = pn.Column(sizing_mode="stretch_width")
+        self._render()
+
+    # -- building ---------------------------------------------------------------------
+    def _make_grid(self, which, cells, names):
+        n = len(names)
+        self._cell_width = {1: 240, 2: 160, 3: 110, 4: 80}.get(n, 72)
+        widgets = []
+        header = [pn.pane.HTML("", width=44, margin=(0, 2))] + [
+            pn.pane.HTML(f"<div style='text-align:center;font-size:12px'>{html.escape(v)}</div>", width=self._cell_width, margin=(0, 2))
+            for v in names]
+        rows = [pn.Row(*header, margin=0)]
+        for i in range(n):
+            row_w = []
+            for j in range(n):
+                w = pn.widgets.TextInput(value=cells[i][j], width=self._cell_width, margin=(1, 2),
+                                         css_classes=[f"cell-{which}-{i}-{j}", "recipe-cell"])
+                w.param.watch(self._on_cell, "value")
+                row_w.append(w)
+            widgets.append(row_w)
+            rows.append(pn.Row(pn.pane.HTML(f"<div style='font-size:12px;padding-top:6px'>{html.escape(names[i])}</div>",
+                                            width=44, margin=(0, 2)), *row_w, margin=0))
+        self.cells[which] = widgets
+        label = "D (symmetric, positive semidefinite)" if which == "D" else "Q (skew-symmetric)"
+        # wide matrices scroll inside their box instead of widening the page on a phone
+        return pn.Column(pn.pane.HTML(f"<b>{label}</b>", margin=(4, 4)), *rows, margin=(0, 10),
+                         sizing_mode="stretch_width", styles={"overflow-x": "auto", "min-width": "0", "max-width": "100%"})
+
+    def _current_cells(self, side, which):
+        own = getattr(self.cfg, which)
+        if own is not None and len(own) == side.base_recipe.n:
+            return own
+        return own_cells(side.base_recipe, which)
+
+    def _render(self, *_):
+        lab = self.lab
+        side = lab.sides[0] if lab.sides else None
+        blocked = lab.blocks.get("config", "")
+        if side is None or side.base_recipe is None:
+            reason = ("this sampler is not a recipe sampler" if side is not None and side.sampler.spec.recipe is None
+                      else "D and Q can be edited for targets of dimension 1 and 2")
+            self.body.objects = [pn.pane.HTML(f"<i>{reason}: no D/Q editor.</i>", margin=(0, 10))]
+            self._shape_key = None
+            return
+        base = side.base_recipe
+        names = [str(v) for v in base.sym.z]
+        key = (side.sampler.name, tuple(names), lab.potential.name if lab.potential else "")
+        self._syncing = True
+        try:
+            self.naive.value = bool(side.recipe.drop)
+            if key != self._shape_key or not self.body.objects:
+                # a new state layout: new cells (otherwise cells stay, so typing is never interrupted)
+                self._shape_key = key
+                self.naive_label.object = f"<span style='font-size:13px'>{TERM_LABEL[side.term]}</span>"
+                variables = ", ".join(cell_variables(base))
+                self.note.object = (f"<div style='font-size:12px;color:#444'>z = ({html.escape(', '.join(names))}); "
+                                    f"cells are expressions in {html.escape(variables)} (U is the potential's "
+                                    "value). Press Enter or leave a cell to apply.</div>")
+                D = pn.Column(self._make_grid("D", self._current_cells(side, "D"), names), sizing_mode="stretch_width",
+                              styles={"flex": "1 1 360px", "min-width": "0"})
+                Q = pn.Column(self._make_grid("Q", self._current_cells(side, "Q"), names), sizing_mode="stretch_width",
+                              styles={"flex": "1 1 360px", "min-width": "0"})
+                self.body.objects = [
+                    pn.Row(self.naive, self.naive_label, self.revert),
+                    self.badge, self.error, self.note,
+                    pn.FlexBox(D, Q, flex_wrap="wrap", sizing_mode="stretch_width"),
+                    self.math["H"],
+                    pn.pane.HTML("<b>Γ, recomputed from D and Q</b>", margin=(4, 10)), self.math["Gamma"],
+                    pn.pane.HTML("<b>The SDE</b>", margin=(4, 10)), self.math["sde"],
+                    pn.pane.HTML("<b>The update rule (Eq. 9)</b>", margin=(4, 10)), self.math["update"],
+                ]
+            else:
+                for which in ("D", "Q"):
+                    cells = self._current_cells(side, which)
+                    for row_w, row in zip(self.cells[which], cells):
+                        for w, text in zip(row_w, row):
+                            if w.value != text:
+                                w.value = text
+        finally:
+            self._syncing = False
+        m = side.recipe.matrices_latex()
+        self.math["H"].object = short_floats(f"$z = {m['z']}^\\top,\\quad H(z) = {m['H']}$")
+        self.math["Gamma"].object = short_floats(f"$\\Gamma(z) = {m['Gamma']}^\\top$")
+        self.math["sde"].object = short_floats("$" + side.recipe.latex_sde() + "$")
+        self.math["update"].object = short_floats("$" + side.recipe.latex_update() + "$")
+        # while D/Q are invalid the last valid recipe's badge would mislead: hide it
+        self.badge.object = "" if blocked.startswith("D and Q") else residual_badge(side.residual)
+        self.error.object = (f"<div style='color:#b00020;font-weight:600'>{html.escape(blocked)}</div>"
+                             if blocked.startswith("D and Q") else "")
+
+    # -- edits ------------------------------------------------------------------------
+    def _on_cell(self, event):
+        if self._syncing:
+            return
+        D = [[w.value for w in row] for row in self.cells["D"]]
+        Q = [[w.value for w in row] for row in self.cells["Q"]]
+        side = self.lab.sides[0] if self.lab.sides else None
+        if side is None or side.base_recipe is None:
+            return
+        own_D, own_Q = own_cells(side.base_recipe, "D"), own_cells(side.base_recipe, "Q")
+        self.cfg.param.update(D=None if D == own_D else D, Q=None if Q == own_Q else Q)
+
+    def _on_naive(self, event):
+        if self._syncing:
+            return
+        side = self.lab.sides[0] if self.lab.sides else None
+        registered = bool(side.base_recipe.drop) if side and side.base_recipe is not None else False
+        self.cfg.naive = None if event.new == registered else event.new
+
+    def __panel__(self):
+        return self.body

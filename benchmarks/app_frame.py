@@ -1,0 +1,75 @@
+"""Server-side cost of one frame of the lab: advance the chains, aggregate, update the sources.
+
+Prints figures (not a test). A frame is what the periodic callback does: `LabView.tick()`,
+i.e. Lab.frame() (advance `speed` steps, accumulating histograms, paths and the ESS trace)
+plus pushing the aggregates into the Bokeh ColumnDataSources of a real Document. The Bokeh
+patch message the server would send is built and serialised separately (its cost and size
+are printed too). CPU time of this process, median over frames.
+
+    python benchmarks/app_frame.py [--frames 60]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import panel as pn  # noqa: E402
+from bokeh.document import Document  # noqa: E402
+from bokeh.protocol import Protocol  # noqa: E402
+
+from app.model import Lab, LabConfig  # noqa: E402
+from app.views.lab import LabView  # noqa: E402
+
+CASES = [("1-D", "double-well", "sghmc"), ("2-D", "banana", "sghmc")]
+
+
+def measure(potential, sampler, chains, speed, frames):
+    lab = Lab(LabConfig(potential=potential, sampler=sampler, chains=chains, speed=speed, burn=10))
+    view = LabView(lab)
+    doc = Document()
+    doc.add_root(pn.panel(view).get_root(doc))
+    events = []
+    doc.on_change(lambda event: events.append(event))
+    view._doc = doc                      # the frame loop's document, without a server to schedule frames
+    view._schedule = lambda *a: None
+    lab.playing = True
+    protocol = Protocol()
+    for _ in range(15):                  # warm up, and get past burn-in so the histogram accumulates
+        view.tick()
+    cpu, ser, size = [], [], []
+    for _ in range(frames):
+        events.clear()
+        t0 = time.process_time()
+        view.tick()
+        cpu.append(time.process_time() - t0)
+        t1 = time.process_time()
+        msg = protocol.create("PATCH-DOC", events)
+        nbytes = len(msg.header_json) + len(msg.metadata_json) + len(msg.content_json) + \
+            sum(len(b.data) for b in msg.buffers)
+        ser.append(time.process_time() - t1)
+        size.append(nbytes)
+    assert lab.playing, lab.message
+    return statistics.median(cpu) * 1e3, statistics.median(ser) * 1e3, statistics.median(size) / 1024
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--frames", type=int, default=60)
+    args = ap.parse_args()
+    print("server CPU per frame (median), LabView.tick() = advance + aggregate + update ColumnDataSources")
+    print(f"{'target':<18}{'chains':>8}{'speed':>7}{'frame ms':>10}{'+ patch ms':>12}{'patch KiB':>11}")
+    for label, pot, sampler in CASES:
+        for chains in (100, 1000, 10000):
+            for speed in (1, 5):
+                f, s, kb = measure(pot, sampler, chains, speed, args.frames)
+                print(f"{label + ' ' + pot:<18}{chains:>8}{speed:>7}{f:>10.2f}{s:>12.2f}{kb:>11.1f}")
+    print("targets: <= 5 ms (1-D) and <= 10 ms (2-D) per frame at 10^4 chains")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,203 @@
+"""How many updates per second one `panel serve app` process sustains for 1, 5 and 10 sessions.
+
+Prints figures (not a test). Starts the server on a free port on 127.0.0.1, opens N sessions
+that autoplay (`?play=1`), counts for each the frames that arrive (one metrics-panel update per
+frame) over a fixed window, and reads the server's CPU time from /proc.
+
+* clients = protocol: minimal Bokeh-protocol websocket clients in this process (they only count
+  the frames pushed to them), so the machine's two cores are the server's: its throughput.
+* clients = browser: N headless Chromium pages (Debian's chromium via Playwright), counting the
+  updates the page actually receives and renders; with 10 pages the browsers compete with the
+  server for the same two cores.
+
+    python benchmarks/app_sessions.py [--clients protocol|browser|both] [--seconds 8] [--chains 1000]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from app_browser_support import CHROMIUM, CHROMIUM_ARGS, AppServer  # noqa: E402
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def query(args) -> dict:
+    return {"pot": args.potential, "s": args.sampler, "n": str(args.chains), "speed": str(args.speed), "play": "1"}
+
+
+class ProtocolClient:
+    """A minimal Bokeh-protocol websocket client: enough to subscribe to a session and count the
+    frames the server pushes. (bokeh.client's own state machine recurses once per message and
+    overflows the stack after about a thousand messages, so it cannot watch a live lab.)"""
+
+    def __init__(self, server: AppServer, args):
+        from urllib.parse import urlencode
+        from urllib.request import urlopen
+        html = urlopen(server.url + "?" + urlencode(query(args)), timeout=60).read().decode()
+        self.token = re.search(r'"token":"([^"]+)"', html).group(1)
+        self.ws_url = server.url.replace("http://", "ws://") + "/ws"
+        self.frames = 0
+        self.hist_id = None
+
+    async def run(self, stop):
+        from tornado.websocket import websocket_connect
+        from tornado.httpclient import HTTPRequest
+        ws = await websocket_connect(HTTPRequest(self.ws_url), subprotocols=["bokeh", self.token],
+                                     max_message_size=1 << 30)
+        parts = []
+        sent = False
+        while not stop.is_set():
+            frame = await ws.read_message()
+            if frame is None:
+                break
+            parts.append(frame)
+            header = json.loads(parts[0])
+            if len(parts) < 3 + int(header.get("num_buffers", 0)) * 2:
+                continue
+            content, parts = parts[2], []
+            kind = header["msgtype"]
+            if kind == "ACK" and not sent:
+                sent = True
+                for part in (json.dumps({"msgid": "1", "msgtype": "PULL-DOC-REQ"}), "{}", "{}"):
+                    await ws.write_message(part)
+            elif kind == "PULL-DOC-REPLY":
+                self.hist_id = _find_named(json.loads(content), "hist-A")
+            elif kind == "PATCH-DOC" and self.hist_id and f'"id":"{self.hist_id}"' in content:
+                self.frames += 1      # the histogram changes once per frame
+        ws.close()
+
+
+def _find_named(obj, name):
+    if isinstance(obj, dict):
+        if obj.get("attributes", {}).get("name") == name:
+            return obj.get("id")
+        for v in obj.values():
+            found = _find_named(v, name)
+            if found:
+                return found
+    elif isinstance(obj, list):
+        for v in obj:
+            found = _find_named(v, name)
+            if found:
+                return found
+    return None
+
+
+def protocol_clients(server: AppServer, n: int, args):
+    import asyncio
+
+    async def main():
+        stop = asyncio.Event()
+        clients, tasks = [], []
+        loop = asyncio.get_running_loop()
+        for _ in range(n):
+            # connect each session right after creating it: the server drops sessions left unconnected
+            # for --unused-session-lifetime (5 s), and creating ten takes longer than that
+            c = await loop.run_in_executor(None, ProtocolClient, server, args)
+            clients.append(c)
+            tasks.append(asyncio.create_task(c.run(stop)))
+            await asyncio.sleep(0.2)
+        await asyncio.sleep(2.5)                       # every session subscribed and in its steady state
+        for c, t in zip(clients, tasks):
+            if t.done() and t.exception():
+                raise t.exception()
+        start = [c.frames for c in clients]
+        c0, t0, me0 = cpu_seconds(server.proc.pid), time.monotonic(), time.process_time()
+        await asyncio.sleep(args.seconds)
+        dt = time.monotonic() - t0
+        cpu = (cpu_seconds(server.proc.pid) - c0) / dt
+        print(f"  (the {n} clients used {100 * (time.process_time() - me0) / dt:.0f} % CPU)")
+        rates = [(c.frames - s) / dt for c, s in zip(clients, start)]
+        stop.set()
+        for t in tasks:
+            t.cancel()
+        return rates, cpu
+    return asyncio.run(main())
+
+
+COUNT_JS = """([seconds]) => new Promise(resolve => {
+    // count the frames the page shows: at each animation frame, has the histogram changed since the last?
+    const find = () => { let f = null; for (const d of window.Bokeh.documents) for (const m of d.all_models)
+        if (m.name === "hist-A") f = m; return f; };
+    const col = (m) => m.data.get ? m.data.get("top0") : m.data["top0"];
+    let n = 0, last = null;
+    const start = performance.now();
+    const tick = () => {
+        const m = find();
+        const c = m ? col(m) : null;
+        if (c && c !== last) { n++; last = c; }
+        if (performance.now() - start < seconds * 1000) requestAnimationFrame(tick);
+        else resolve(n / seconds);
+    };
+    requestAnimationFrame(tick);
+})"""
+
+
+def browser_clients(server: AppServer, n: int, args):
+    from urllib.parse import urlencode
+
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        pages = []
+        for _ in range(n):
+            page = b.new_page(viewport={"width": 1280, "height": 800})
+            page.goto(server.url + "?" + urlencode(query(args)))
+            page.locator("[data-metric='t-a']").first.wait_for(timeout=60_000)
+            pages.append(page)
+        time.sleep(2.0)
+        c0, t0 = cpu_seconds(server.proc.pid), time.monotonic()
+        handles = [page.evaluate_handle("() => 0") for page in pages]   # noqa: F841 (pages stay alive)
+        # the pages count concurrently: start them all, then collect
+        rates = []
+        for page in pages:
+            page.evaluate("(js) => { window.__rate = (eval(js))([%s]); }" % args.seconds, COUNT_JS)
+        for page in pages:
+            rates.append(page.evaluate("() => window.__rate"))
+        dt = time.monotonic() - t0
+        cpu = (cpu_seconds(server.proc.pid) - c0) / dt
+        b.close()
+    return rates, cpu
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--clients", choices=["protocol", "browser", "both"], default="both")
+    ap.add_argument("--sessions", type=int, nargs="*", default=[1, 5, 10])
+    ap.add_argument("--seconds", type=float, default=8.0)
+    ap.add_argument("--chains", type=int, default=1000)
+    ap.add_argument("--speed", type=int, default=5)
+    ap.add_argument("--potential", default="banana")
+    ap.add_argument("--sampler", default="sghmc")
+    args = ap.parse_args()
+    kinds = ["protocol", "browser"] if args.clients == "both" else [args.clients]
+    print(f"load average before: {os.getloadavg()[0]:.1f}")
+    print(f"{args.potential}, {args.sampler}, {args.chains} chains, {args.speed} steps per frame; frame period 40 ms "
+          f"(25 updates/s at most); {os.cpu_count()} cores")
+    print(f"{'clients':<9}{'sessions':>9}{'updates/s per session (min / median)':>40}{'server CPU':>12}")
+    for kind in kinds:
+        for n in args.sessions:
+            server = AppServer().wait()
+            try:
+                rates, cpu = (protocol_clients if kind == "protocol" else browser_clients)(server, n, args)
+            finally:
+                server.stop()
+            print(f"{kind:<9}{n:>9}{min(rates):>26.1f} / {statistics.median(rates):<11.1f}{cpu * 100:>10.0f} %")
+    print("targets: >= 20 updates/s in the browser for one session; >= 10 updates/s each for 10 sessions")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,150 @@
+"""Helpers for the app's browser tests: a `panel serve app` subprocess and a headless Chromium.
+
+Debian's chromium is driven by Playwright's sync API (Playwright cannot download its own
+browsers here). Everything waits for conditions, never for fixed times.
+"""
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class AppServer:
+    """`panel serve app` on a free port, from the repository root, as the README runs it."""
+
+    def __init__(self, extra_args=()):
+        self.port = free_port()
+        self.url = f"http://localhost:{self.port}/app"
+        self.log = ARTIFACTS / f"server-{self.port}.log"
+        ARTIFACTS.mkdir(exist_ok=True)
+        self._log = open(self.log, "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "panel", "serve", "app", "--port", str(self.port),
+             "--address", "127.0.0.1", "--allow-websocket-origin", f"localhost:{self.port}",
+             "--allow-websocket-origin", f"127.0.0.1:{self.port}",
+             "--unused-session-lifetime", "5000", "--check-unused-sessions", "1000", *extra_args],
+            cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, "BOKEH_LOG_LEVEL": "info"})
+
+    def wait(self, timeout: float = 90.0) -> "AppServer":
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"panel serve exited: {self.log.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(self.url, timeout=30) as r:
+                    if r.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.3)
+        raise TimeoutError(f"panel serve did not answer within {timeout} s")
+
+    def server_errors(self) -> list[str]:
+        """Tracebacks in the server log, less Bokeh's own race when a closing page's last message
+        arrives after its session was discarded (bokeh/server/connection.py: assert self._session)."""
+        text = self.log.read_text(errors="replace")
+        blocks = re.split(r"\n(?=\d{4}-\d\d-\d\d )", text)
+        return [b[:300] for b in blocks if re.search(r"Traceback|ERROR|Exception", b)
+                and "assert self._session is not None" not in b]
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self._log.close()
+
+
+def metric(page, name: str, run: str = "a") -> str:
+    return page.locator(f"[data-metric='{name}-{run}']").first.inner_text()
+
+
+def metric_number(page, name: str, run: str = "a") -> float:
+    text = metric(page, name, run).replace(",", "").split("/")[0].strip()
+    try:
+        return float(text)
+    except ValueError:
+        return float("nan")
+
+
+def wait_for_step(page, at_least: int, run: str = "a", timeout: float = 60.0) -> int:
+    """Wait until the run has done `at_least` steps (read from its metrics panel)."""
+    deadline = time.monotonic() + timeout
+    t = -1
+    while time.monotonic() < deadline:
+        t = metric_number(page, "t", run)
+        if t == t and t >= at_least:
+            return int(t)
+        page.wait_for_timeout(100)
+    raise TimeoutError(f"run {run} reached step {t}, not {at_least}, within {timeout} s")
+
+
+FIND_MODEL = """() => {
+    // the newest model of that name: replaced figures may linger in BokehJS's registry a moment
+    window.__lab_model = (name) => {
+        let found = null;
+        for (const doc of window.Bokeh.documents)
+            for (const m of doc.all_models) if (m.name === name) found = m;
+        return found;
+    };
+}"""
+
+
+def _install(page):
+    page.evaluate(FIND_MODEL)
+
+
+def bokeh_model_count(page, name: str) -> int:
+    _install(page)
+    return page.evaluate("""(name) => { let n = 0; for (const doc of window.Bokeh.documents)
+        for (const m of doc.all_models) if (m.name === name) n++; return n; }""", name)
+
+
+def bokeh_data(page, name: str, column: str):
+    """A column of a named ColumnDataSource as the browser holds it."""
+    _install(page)
+    return page.evaluate(
+        """([name, column]) => {
+            const m = window.__lab_model(name);
+            if (m) return Array.from(m.data.get ? m.data.get(column) : m.data[column]);
+            return null;
+        }""", [name, column])
+
+
+def bokeh_title(page, name: str):
+    """The title text of a named Bokeh figure (titles are drawn on the canvas, not in the DOM)."""
+    _install(page)
+    return page.evaluate(
+        """(name) => {
+            const m = window.__lab_model(name);
+            return m && m.title ? m.title.text : null;
+        }""", name)
+
+
+def wait_title(page, name: str, pattern: str, timeout: float = 30.0) -> str:
+    deadline = time.monotonic() + timeout
+    title = None
+    while time.monotonic() < deadline:
+        title = bokeh_title(page, name)
+        if title and re.search(pattern, title):
+            return title
+        page.wait_for_timeout(100)
+    raise TimeoutError(f"figure {name} has title {title!r}, waited for /{pattern}/")

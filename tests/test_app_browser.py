@@ -1,0 +1,341 @@
+"""The lab in a real browser: `panel serve app` in a subprocess, Debian's Chromium via Playwright.
+
+Screenshots of the main screens go to test-artifacts/ (git-ignored) for a person to look at.
+"""
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from app_browser_support import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, AppServer, bokeh_data, metric,
+                                 metric_number, wait_for_step, wait_title)
+
+playwright_api = pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.skipif(not __import__("os").path.exists(CHROMIUM), reason="needs /usr/bin/chromium")
+
+IGNORED_CONSOLE = ("could not determine", "could not set initial ranges")   # Bokeh's log-axis notices
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = AppServer().wait()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+class Page:
+    """A page on the lab with its console errors and any request that left the machine."""
+
+    def __init__(self, browser, server, width=1280, height=800):
+        self.server = server
+        self.page = browser.new_page(viewport={"width": width, "height": height})
+        self.errors, self.external = [], []
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda exc: self.errors.append(f"pageerror: {exc}"))
+        self.page.on("request", self._request)
+        self.page.set_default_timeout(30_000)
+
+    def _console(self, msg):
+        if msg.type == "error" and not any(s in msg.text for s in IGNORED_CONSOLE):
+            self.errors.append(msg.text)
+
+    def _request(self, req):
+        if not re.match(r"^(https?|wss?)://(localhost|127\.0\.0\.1)[:/]|^(data|blob):", req.url):
+            self.external.append(req.url)
+
+    def open(self, query: str = ""):
+        self.page.goto(self.server.url + query)
+        self.page.locator("[data-metric='t-a']").first.wait_for()
+        return self.page
+
+    def shot(self, name: str, full: bool = True):
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full)
+
+
+@pytest.fixture
+def lab(browser, server):
+    pages = []
+
+    def make(query="", width=1280, height=800):
+        p = Page(browser, server, width, height)
+        pages.append(p)
+        p.open(query)
+        return p
+    yield make
+    for p in pages:
+        p.page.close()
+
+
+def select(page, css: str, label: str):
+    page.locator(f"{css} select").first.select_option(label=label)
+
+
+def fill(page, css: str, text: str, enter: bool = True):
+    box = page.locator(f"{css} input").first
+    box.fill(text)
+    if enter:
+        box.press("Enter")
+
+
+def play_button(page):
+    return page.locator(".play-button button").first
+
+
+def wait_enabled(locator, enabled: bool = True, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while locator.is_enabled() != enabled:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{locator} did not become {'enabled' if enabled else 'disabled'}")
+        time.sleep(0.05)
+
+
+DEEP_TEXT = """el => {
+    // Panel and Bokeh render inside shadow roots, which innerText does not enter
+    const walk = n => {
+        let s = n.shadowRoot ? walk(n.shadowRoot) : "";
+        for (const c of n.childNodes) {
+            if (c.nodeType === 3) s += c.textContent;
+            else if (c.nodeType === 1 && !["STYLE", "SCRIPT", "LINK"].includes(c.tagName)) s += walk(c);
+        }
+        return s;
+    };
+    return walk(el).trim();
+}"""
+
+
+def deep_text(locator) -> str:
+    return locator.evaluate(DEEP_TEXT, timeout=1000)
+
+
+def wait_text(locator, pattern: str, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    text = ""
+    while time.monotonic() < deadline:
+        try:
+            text = deep_text(locator)
+        except playwright_api.Error:
+            text = ""
+        if re.search(pattern, text, re.I):
+            return text
+        time.sleep(0.1)
+    raise AssertionError(f"waited for /{pattern}/, last text: {text!r}")
+
+
+# ----------------------------------------------------------------------------------------
+def test_page_loads_without_console_errors_or_external_requests(lab, server):
+    p = lab()
+    page = p.page
+    assert page.locator(".play-button button").first.is_enabled()
+    assert metric(page, "diverged") == "0 / 1,000"
+    page.locator(".katex").first.wait_for()            # the potential's formula rendered as math
+    p.shot("lab-default")
+    page.get_by_text("Lessons", exact=True).first.click()
+    page.get_by_text(re.compile("Lessons are coming|Open this lesson")).first.wait_for()
+    if page.locator(".lesson-demo").count():
+        page.locator(".lesson-body mjx-container").first.wait_for()    # $...$ typeset by the bundled MathJax
+        assert "tab=lab" in page.locator(".lesson-demo").first.get_attribute("href")
+    p.shot("lessons", full=False)
+    page.get_by_text("Paper figures", exact=True).first.click()
+    page.wait_for_timeout(500)
+    p.shot("figures", full=False)
+    assert not p.errors, p.errors
+    assert not p.external, f"the page fetched from outside the server: {p.external}"
+    assert not server.server_errors()
+
+
+def test_change_potential_and_sampler_then_play_updates_histogram_and_metrics(lab):
+    p = lab()
+    page = p.page
+    page.locator("select").first.select_option(label="double-well")
+    wait_title(page, "main-A", r"phase plane")
+    select(page, ".sampler-select-a", "SGLD (sgld)")
+    wait_text(page.locator("[data-metric='residual-a']").first, r"✓")
+    # SGLD on a 1-D target has no momentum: the trace is the main plot
+    wait_title(page, "trace-A", r"SGLD — trace of θ")
+    kl0 = metric(page, "kl")
+    hist0 = bokeh_data(page, "hist-A", "top0")
+    play_button(page).click()
+    wait_for_step(page, 150)
+    play_button(page).click()        # pause
+    wait_text(play_button(page), "Play")
+    hist1 = bokeh_data(page, "hist-A", "top0")
+    assert hist0 is not None and hist1 is not None and len(hist1) == 100
+    assert hist1 != hist0
+    assert metric(page, "kl") != kl0
+    assert metric_number(page, "ess") > 0
+    # the exact density scale: the histogram integrates to about one over the box
+    assert abs(sum(hist1) * 6.0 / 100 - 1.0) < 0.05
+    t = metric_number(page, "t")
+    page.locator(".step-button button").first.click()
+    page.wait_for_function("() => true")
+    deadline = time.monotonic() + 10
+    while metric_number(page, "t") != t + 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert metric_number(page, "t") == t + 1
+    p.shot("lab-double-well-sgld")
+    assert not p.errors, p.errors
+
+
+def test_invalid_expression_shows_the_parser_error_and_blocks_the_run(lab):
+    p = lab()
+    page = p.page
+    page.locator("select").first.select_option(label="type U(x) or U(x, y)…")
+    box = page.locator(".expr-input input").first
+    box.fill("")
+    box.type("x^4 - 2*", delay=10)
+    status = wait_text(page.locator(".expr-status").first, "incomplete")   # the parser's own words
+    assert "✓" not in status
+    assert page.locator(".expr-input input").first.input_value() == "x^4 - 2*"   # no keystroke lost
+    assert play_button(page).is_disabled()
+    wait_text(page.locator(".lab-blocked").first, "invalid")
+    p.shot("lab-invalid-expression", full=False)
+    box.fill("x^4 - 2*x^2 + 0.3*x")
+    wait_text(page.locator(".expr-status").first, "valid")
+    page.wait_for_function("() => decodeURIComponent(window.location.search).includes('0.3*x')")
+    wait_title(page, "main-A", r"phase plane")
+    wait_enabled(play_button(page))
+    assert not p.errors, p.errors
+
+
+def test_q_not_skew_and_d_not_psd_are_refused_with_a_message(lab):
+    p = lab("?pot=gaussian&s=sghmc")
+    page = p.page
+    cell = ".cell-Q-0-1"
+    assert page.locator(f"{cell} input").first.input_value() == "-1"
+    fill(page, cell, "1")
+    wait_text(page.locator(".recipe-error").first, "not skew-symmetric")
+    assert play_button(page).is_disabled()
+    p.shot("lab-q-not-skew")
+    fill(page, cell, "-1")
+    wait_text(page.locator(".residual").first, "stationary: a recipe")
+    fill(page, ".cell-D-1-1", "-2")
+    wait_text(page.locator(".recipe-error").first, "not positive semidefinite")
+    assert play_button(page).is_disabled()
+    page.locator(".revert-button button").first.click()
+    wait_enabled(play_button(page))
+    wait_text(page.locator(".residual").first, "stationary: a recipe")
+    # the naive switch drops the friction: the residual badge turns red
+    page.locator(".naive-switch .bk-knob").first.click()
+    wait_text(page.locator(".residual").first, "not stationary")
+    assert not p.errors, p.errors
+
+
+def test_naive_vs_corrected_sgrhmc_separates_in_kl(lab):
+    p = lab("?pot=gaussian&cmp=1&s=sgrhmc-naive&sb=sgrhmc&V=1&n=3000&seed=3&speed=40&play=1")
+    page = p.page
+    wait_for_step(page, 600, "a", timeout=90)
+    wait_for_step(page, 600, "b", timeout=30)
+    play_button(page).click()
+    kl_naive, kl_fixed = metric_number(page, "kl", "a"), metric_number(page, "kl", "b")
+    p.shot("lab-compare-sgrhmc")
+    assert kl_naive > 0.004, kl_naive
+    assert kl_fixed < 0.002, kl_fixed
+    assert kl_naive > 4 * kl_fixed
+    assert "✗" in metric(page, "residual", "a") and "✓" in metric(page, "residual", "b")
+    assert not p.errors, p.errors
+
+
+def test_compare_preset_pair_sghmc_on_banana(lab):
+    p = lab("?pot=banana&n=2000&speed=40")
+    page = p.page
+    page.locator(".pair-select select").first.select_option(label="naive SGHMC vs SGHMC")
+    page.locator("[data-metric='t-b']").first.wait_for()
+    assert "cmp=1" in page.evaluate("() => window.location.search")
+    play_button(page).click()
+    wait_for_step(page, 400, "a", timeout=90)
+    play_button(page).click()
+    kl_naive, kl_fixed = metric_number(page, "kl", "a"), metric_number(page, "kl", "b")
+    p.shot("lab-compare-sghmc-banana")
+    assert kl_naive > 5 * kl_fixed, (kl_naive, kl_fixed)
+    assert not p.errors, p.errors
+
+
+def test_url_restores_the_configuration_and_follows_changes(lab):
+    query = "?pot=double-well&s=sgnht&V=4&n=500&seed=7&speed=3&a.eps=0.01"
+    p = lab(query)
+    page = p.page
+    assert page.locator("select").first.input_value() == "double-well"
+    assert "sgnht" in page.locator(".sampler-select-a select").first.input_value().lower() or \
+        "SGNHT" in page.locator(".sampler-select-a select").first.inner_text()
+    assert page.locator(".chains-input input").first.input_value() == "500"
+    assert page.locator(".seed-input input").first.input_value() == "7"
+    assert page.locator(".param-a-eps input").first.input_value() == "0.01"
+    assert metric(page, "diverged") == "0 / 500"
+    assert metric(page, "xi") not in ("", "–")             # a thermostat shows ξ and the temperature
+    assert metric(page, "temperature") not in ("", "–")
+    # same link, same seed: the same run, step for step
+    play_button(page).click()
+    wait_for_step(page, 30)
+    play_button(page).click()
+    wait_text(play_button(page), "Play")
+    p.page.locator(".reset-button button").first.click()
+    wait_text(page.locator("[data-metric='t-a']").first, r"^0$")
+    for _ in range(5):
+        page.locator(".step-button button").first.click()
+    wait_text(page.locator("[data-metric='t-a']").first, r"^5$")
+    kl_here = metric(page, "kl")
+    other = lab(query)
+    for _ in range(5):
+        other.page.locator(".step-button button").first.click()
+    wait_text(other.page.locator("[data-metric='t-a']").first, r"^5$")
+    assert metric(other.page, "kl") == kl_here
+    # changing a control writes the URL
+    fill(page, ".seed-input", "11")
+    deadline = time.monotonic() + 10
+    while "seed=11" not in page.evaluate("() => window.location.search") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "seed=11" in page.evaluate("() => window.location.search")
+    assert not p.errors, p.errors
+
+
+def test_a_diverging_run_pauses_with_a_message_and_stays_usable(lab, server):
+    p = lab("?pot=double-well&s=sgld&a.eps=0.6&speed=5&play=1")
+    page = p.page
+    msg = wait_text(page.locator(".lab-message").first, "diverged")
+    assert "smaller step" in msg
+    wait_text(play_button(page), "Play")
+    assert metric_number(page, "diverged") > 0
+    p.shot("lab-diverged", full=False)
+    fill(page, ".param-a-eps", "0.01")
+    wait_text(page.locator("[data-metric='diverged-a']").first, r"^0 /")
+    play_button(page).click()
+    wait_for_step(page, 20)
+    play_button(page).click()
+    # nonsense in every text field is refused with a message, never a crash
+    fill(page, ".param-a-eps", "__import__('os')")
+    wait_text(page.locator(".params-error-a").first, "must be a number")
+    fill(page, ".param-a-eps", "1e999")
+    wait_text(page.locator(".params-error-a").first, "finite|number")
+    assert not server.server_errors()
+    assert not p.errors, p.errors
+
+
+def test_phone_width_and_downloads(lab):
+    p = lab("?pot=banana&s=sghmc&n=300", width=390, height=844)
+    page = p.page
+    width = page.evaluate("() => document.documentElement.scrollWidth")
+    assert width <= 420, f"the page is {width}px wide at a phone width"
+    p.shot("lab-phone")
+    with page.expect_download() as dl:
+        page.locator(".csv-download").first.click()
+    path = dl.value.path()
+    head = open(path).read().splitlines()
+    assert head[0].startswith("run,sampler,chain,alive,step,theta_1,theta_2,r_1,r_2")
+    assert len(head) == 301
+    with page.expect_download() as dl2:
+        page.locator(".npz-download").first.click()
+    import numpy as np
+    with np.load(dl2.value.path()) as f:
+        assert f["a_theta"].shape == (300, 2)
+    assert not p.errors, p.errors

@@ -1,0 +1,228 @@
+"""The lab's state and logic without a browser: app.model, app.live_run, app.urlstate, exports, pages."""
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # the `app` package lives at the repo root
+
+from app.choices import compare_pairs, demo_query, load_potential  # noqa: E402
+from app.exports import samples_csv, samples_npz  # noqa: E402
+from app.live_run import LiveRun, kl_tv  # noqa: E402
+from app.model import Lab, LabConfig, droppable_term, validate_params  # noqa: E402
+from app.pages import list_lessons, parse_front_matter  # noqa: E402
+from app.urlstate import apply_query, from_query, parse_search, query_string, to_query  # noqa: E402
+from samplers import diagnostics as dg  # noqa: E402
+from samplers.accuracy import edges_for, exact_masses  # noqa: E402
+from samplers.registry import REGISTRY, sampler_names  # noqa: E402
+
+
+def lab_for(**cfg) -> Lab:
+    return Lab(LabConfig(**cfg))
+
+
+def test_default_lab_builds_and_runs():
+    lab = lab_for(chains=200)
+    assert not lab.blocks and lab.can_run
+    assert lab.runs[0].t == 0
+    lab.play()
+    assert lab.frame()
+    assert lab.runs[0].t == lab.config.speed
+    m = lab.runs[0].metrics()
+    assert m["chains"] == 200 and m["diverged"] == 0 and np.isfinite(m["kl"])
+
+
+def test_every_registered_sampler_gets_a_lab_on_its_kind_of_target():
+    """New registry entries appear by themselves: each builds and steps on a target it accepts."""
+    for name in sampler_names():
+        pot = "sparse-dirichlet" if REGISTRY[name].family == "simplex" else "gaussian"
+        lab = lab_for(potential=pot, sampler=name, chains=50, V=0.0)
+        assert not lab.blocks, (name, lab.blocks)
+        assert lab.frame(3), (name, lab.message)
+        side = lab.sides[0]
+        if side.sampler.spec.recipe is None:
+            assert side.base_recipe is None and side.residual is None
+
+
+def test_histogram_counts_match_the_librarys_kl_and_tv():
+    lab = lab_for(potential="banana", sampler="sghmc", chains=500, burn=0, seed=4)
+    run = lab.runs[0]
+    run.advance(1)
+    theta = run.ens.theta.copy()
+    _, joint, outside = run.histograms()
+    edges = edges_for(run.pot)
+    masses = exact_masses(run.pot, edges)
+    kl, tv = kl_tv(joint, outside, masses)
+    assert kl == pytest.approx(dg.kl_divergence(theta, edges, masses), rel=1e-9)
+    assert tv == pytest.approx(dg.tv_distance(theta, edges, masses), rel=1e-9)
+
+
+def test_histogram_is_on_the_true_density_scale_and_accumulates_after_burn_in():
+    lab = lab_for(potential="gaussian", sampler="sgld", chains=400, burn=10)
+    run = lab.runs[0]
+    run.advance(10)
+    assert not run.accumulating
+    run.advance(20)
+    assert run.kept == 20 * 400
+    dens, _, _ = run.histograms()
+    width = run.edges[0][1] - run.edges[0][0]
+    assert dens[0].sum() * width == pytest.approx(1.0, abs=1e-3)   # nothing leaves a +-5 sd box
+
+
+def test_path_points_and_ensemble_subsample_are_capped():
+    run = LiveRun(lab_for(chains=5000).sides[0].sampler, 5000, seed=0, max_points=2000)
+    run.advance(7)
+    rows = run.take_path_points()
+    assert rows.shape == (8, 1 + len(run.path_chains) * run.path_width)   # the start and 7 steps
+    assert run.take_path_points().shape[0] == 0
+    pts = run.ensemble_points()
+    assert len(pts["x"]) == 2000 and len(pts["y"]) == 2000
+    K = len(run.path_chains)   # the highlighted chains are the first rows of the subsample (the view draws them big)
+    assert np.array_equal(pts["x"][:K], run.theta_of(run.ens.z[:K])[:, 0])
+
+
+def test_naive_sgrhmc_is_further_from_the_target_than_corrected():
+    lab = lab_for(potential="gaussian", compare=True, sampler="sgrhmc-naive", sampler_b="sgrhmc", chains=2000,
+                  seed=3, burn=100)
+    for _ in range(10):
+        lab.frame(40)
+    naive, fixed = (r.metrics()["kl"] for r in lab.runs)
+    assert naive > 4 * fixed, (naive, fixed)
+    assert lab.sides[0].residual > 1e-3 and lab.sides[1].residual < 1e-6
+
+
+def test_invalid_d_and_q_block_the_run_with_the_librarys_message():
+    lab = lab_for(potential="gaussian", sampler="sghmc", chains=100)
+    lab.config.Q = [["0", "1"], ["1", "0"]]
+    assert "not skew-symmetric" in lab.blocks["config"] and not lab.can_run
+    assert not lab.frame()
+    lab.config.Q = None
+    assert lab.can_run
+    lab.config.D = [["0", "0"], ["0", "-2"]]
+    assert "not positive semidefinite" in lab.blocks["config"]
+    lab.config.D = [["0", "0"], ["0", "import os"]]
+    assert "D[r,r]" in lab.blocks["config"]
+    lab.config.D = None
+    assert lab.can_run
+
+
+def test_edited_recipe_runs_through_the_engine_and_keeps_the_residual_small():
+    lab = lab_for(potential="double-well", sampler="sgld", chains=100)
+    lab.config.D = [["2"]]
+    side = lab.sides[0]
+    assert side.recipe is not side.base_recipe
+    assert side.residual < 1e-6
+    assert lab.frame(5)
+
+
+def test_naive_switch_drops_gamma_or_friction():
+    lab = lab_for(potential="gaussian", sampler="sgrhmc", chains=100)
+    assert droppable_term(lab.sides[0].base_recipe) == "gamma"
+    assert lab.sides[0].residual < 1e-6
+    lab.config.naive = True
+    assert lab.sides[0].recipe.drop == frozenset({"gamma"}) and lab.sides[0].residual > 1e-3
+    lab.config.param.update(sampler="sghmc", naive=True)
+    assert lab.sides[0].term == "friction" and lab.sides[0].residual > 1e-3
+
+
+def test_divergence_pauses_with_a_message_and_freezes_chains():
+    lab = lab_for(potential="double-well", sampler="sgld", params={"eps": "0.6"}, chains=300)
+    lab.play()
+    for _ in range(10):
+        lab.frame()
+        if not lab.playing:
+            break
+    assert not lab.playing
+    assert "diverged" in lab.message and "smaller step size" in lab.message
+    run = lab.runs[0]
+    assert run.n_diverged > 0
+    assert np.isfinite(run.metrics()["kl"])      # frozen chains are left out, the rest still scored
+    lab.config.params = {"eps": "0.01"}
+    assert lab.runs[0].n_diverged == 0 and lab.can_run
+
+
+def test_bad_inputs_never_raise():
+    lab = lab_for(chains=50)
+    for bad in ["expr:", "expr:x^", "expr:__import__('os')", "expr:exp(x)", "nonsense"]:
+        lab.config.potential = bad
+        assert "potential" in lab.blocks["config"] or lab.blocks
+    lab.config.potential = "gaussian"
+    assert not lab.blocks
+    assert validate_params("sgld", {"eps": "-1"})
+    assert validate_params("sgld", {"eps": "abc"})
+    assert validate_params("sgld", {"nope": "1"})
+    assert validate_params("sgld", {"eps": "0.02"}) is None
+    lab.config.params = {"eps": "nan"}
+    assert lab.blocks
+
+
+def test_typed_potential_is_cached_and_bad_ones_say_why():
+    a = load_potential("expr:x^4 - 2*x^2")
+    assert load_potential("expr: x^4 - 2*x^2 ") is a
+    from samplers.potentials import PotentialError
+    with pytest.raises(PotentialError):
+        load_potential("expr:x^3")
+
+
+def test_url_round_trip_and_rejections():
+    cfg = LabConfig(potential="expr:x^4-2*x^2", sampler="sgnht", params={"eps": "0.01"}, compare=True,
+                    sampler_b="sgld", params_b={"eps": "0.02"}, V=4.0, chains=500, seed=7, speed=3,
+                    D=[["0", "0", "0"], ["0", "2", "0"], ["0", "0", "0"]], naive=True)
+    q = to_query(cfg)
+    assert q["pot"] == "expr:x^4-2*x^2" and q["a.eps"] == "0.01" and q["b.eps"] == "0.02" and q["naive"] == "1"
+    upd, errors = from_query(parse_search(query_string(cfg, {"tab": "lessons"})))
+    assert not errors
+    other = LabConfig(**upd)
+    assert to_query(other) == q
+    upd, errors = from_query({"s": "rm -rf", "n": "1e9", "pot": "nope", "a.zzz": "1", "D": "[[1", "bogus": "1"})
+    assert upd == {} and len(errors) == 6
+    cfg2 = LabConfig()
+    assert apply_query(cfg2, {"seed": "-3", "pot": "gaussian"}) and cfg2.potential == "gaussian"
+
+
+def test_compare_pairs_follow_the_registry():
+    pairs = compare_pairs()
+    names = sampler_names()
+    for p in pairs:
+        assert p.a in names and p.b in names
+    keys = {(p.a, p.b) for p in pairs}
+    assert ("sghmc-naive", "sghmc") in keys and ("sgrhmc-naive", "sgrhmc") in keys
+
+
+def test_exports_hold_every_chain():
+    lab = lab_for(potential="banana", sampler="sghmc", chains=120)
+    lab.frame(2)
+    text = samples_csv(lab.runs).getvalue().splitlines()
+    assert text[0] == "run,sampler,chain,alive,step,theta_1,theta_2,r_1,r_2"
+    assert len(text) == 121 and text[1].startswith("A,sghmc,0,1,2,")
+    with np.load(io.BytesIO(samples_npz(lab.runs, to_query(lab.config)).getvalue())) as f:
+        assert f["a_z"].shape == (120, 4) and "banana" in str(f["config"])
+
+
+def test_front_matter_and_demo_links(tmp_path):
+    (tmp_path / "02-b.md").write_text("---\ntitle: Second\norder: 2\ndemo:\n  potential: banana\n  sampler: sghmc\n"
+                                      "  params: {eps: 0.03}\n  compare: sghmc-naive\n---\n# B\n")
+    (tmp_path / "01-a.md").write_text("---\ntitle: First\norder: 1\ndemo: naive-sgrhmc-gaussian\n---\nbody")
+    lessons = list_lessons(tmp_path)
+    assert [lesson.title for lesson in lessons] == ["First", "Second"]
+    q = demo_query(lessons[1].demo)
+    upd, errors = from_query(parse_search(q))
+    assert not errors and upd["sampler"] == "sghmc" and upd["params"] == {"eps": "0.03"} and upd["compare"]
+    assert "sgrhmc" in demo_query(lessons[0].demo)
+    assert parse_front_matter("no front matter") == ({}, "no front matter")
+    for lesson in list_lessons():            # the repository's own lessons all open a working lab
+        upd, errors = from_query(parse_search(demo_query(lesson.demo)))
+        assert not errors, (lesson.slug, errors)
+
+
+def test_paper_figures_show_one_picture_per_figure(tmp_path):
+    from app.pages import list_assets
+    for name in ("fig.png", "fig.svg", "other.svg", "table.csv", "notes.json"):
+        (tmp_path / name).write_text("x")
+    images, tables = list_assets(tmp_path)
+    assert [p.name for p in images] == ["fig.png", "other.svg"] and [p.name for p in tables] == ["table.csv"]
+    assert list_assets(tmp_path / "missing") == ([], [])
