@@ -5,7 +5,7 @@ import sympy
 from samplers.gradients import ExactGradient
 from samplers.potentials import get_potential
 from samplers.recipe import Recipe, RecipeError, StateSymbols
-from samplers.registry import Sampler, sampler_names
+from samplers.registry import REGISTRY, Sampler, sampler_names
 from samplers.stationarity import stationarity_residual
 
 
@@ -95,7 +95,7 @@ def test_naive_switch_changes_only_the_named_term():
 
 # -- Theorem 1, measured: the Fokker-Planck residual ----------------------------------
 @pytest.mark.parametrize("potential", ["gaussian", "double-well", "banana"])
-@pytest.mark.parametrize("name", sampler_names())
+@pytest.mark.parametrize("name", [n for n in sampler_names() if REGISTRY[n].recipe is not None])
 def test_stationarity_residual(name, potential, make_sampler):
     s = make_sampler(name, potential, V=1.0)
     res = stationarity_residual(s.recipe, s.potential)
