@@ -339,3 +339,28 @@ def test_phone_width_and_downloads(lab):
     with np.load(dl2.value.path()) as f:
         assert f["a_theta"].shape == (300, 2)
     assert not p.errors, p.errors
+
+
+def _lesson_slugs():
+    from lessons import load_lessons
+    return [lesson.slug for lesson in load_lessons()]
+
+
+@pytest.mark.parametrize("slug", _lesson_slugs())
+def test_every_lesson_renders_with_math_its_check_and_a_running_demo(lab, browser, server, slug):
+    p = Page(browser, server, 1280, 800)
+    page = p.page
+    page.goto(server.url + f"?tab=lessons&lesson={slug}")
+    body = page.locator(".lesson-body").first
+    body.locator("mjx-container").first.wait_for(timeout=60000)        # math typeset
+    text = wait_text(body, r"Numerical check \((✓ passed|skipped)\)", timeout=90)
+    bad = [m.start() for m in re.finditer(r"\{\{check|\$\$|\\frac", text)]
+    assert not bad, [text[max(0, i - 80): i + 80] for i in bad]
+    href = page.locator(".lesson-demo").first.get_attribute("href")
+    assert href and "tab=lab" in href
+    demo = lab(href + "&play=1")
+    wait_for_step(demo.page, 20, "a", timeout=90)                       # the demo produces samples
+    if slug.startswith("01"):
+        p.shot(f"lesson-{slug}", full=False)
+    page.close()
+    assert not p.errors and not demo.errors, p.errors + demo.errors

@@ -53,6 +53,7 @@ class LessonsView(Viewer):
         query = demo_query(lesson.demo)
         # links between lessons (`02-recipe.md`) become links to this section
         body = re.sub(r"\]\((\d\d-[\w-]+)\.md(#[\w-]*)?\)", r"](?tab=lessons&lesson=\1)", lesson.body)
+        body = re.sub(r"\{\{check:([\w]+)\}\}", lambda m: _check_line(m.group(1)), body)
         parts = [pn.pane.Markdown(body, plugins=[math_plugin], sizing_mode="stretch_width",
                                   css_classes=["lesson-body"], styles={"overflow-x": "auto", "min-width": "0"})]
         if query:
@@ -63,6 +64,17 @@ class LessonsView(Viewer):
 
     def __panel__(self):
         return self.body
+
+
+def _check_line(name: str) -> str:
+    """A lesson's numerical check, run here (quick size, memoised per process) and shown with its verdict."""
+    try:
+        from lessons import run_check
+        res = run_check(name, quick=True)
+    except Exception as err:  # a check must never take the page down
+        return f"> **Numerical check `{name}`** could not run: {html.escape(str(err).splitlines()[0] if str(err) else type(err).__name__)}"
+    mark = "skipped" if res.get("skipped") else ("✓ passed" if res.get("passed") else "✗ failed")
+    return f"> **Numerical check ({mark}):** {html.escape(str(res.get('text', '')))}"
 
 
 def _table_html(path) -> str:
