@@ -54,7 +54,8 @@ class Page:
             self.external.append(req.url)
 
     def open(self, query: str = ""):
-        self.page.goto(self.server.url + query)
+        # generous: a fresh server builds heavy targets (the logistic posterior's grid) on first use
+        self.page.goto(self.server.url + query, timeout=120000)
         self.page.locator("[data-metric='t-a']").first.wait_for()
         return self.page
 
