@@ -129,9 +129,9 @@ def cmd_diagnose(args, out):
 def cmd_reproduce(args, out):
     from .reproduce import REPRODUCTIONS, names, reproduce
     available = names()
-    if args.list or not args.name:
-        if not args.list:
-            raise UsageError("name a reproduction (or all); --list names them")
+    if not args.list and not args.name:
+        raise UsageError("name a reproduction (or all); --list names them")
+    if args.list:
         for name in available:
             print(f"{name:20s} {REPRODUCTIONS[name].title}", file=out)
         return

@@ -22,3 +22,24 @@ def fd_grad(U, theta, h=1e-6):
         e[i] = h
         g[:, i] = (U(theta + e) - U(theta - e)) / (2 * h)
     return g
+
+
+def run_reproduction(name, tmp_path):
+    """A reproduction at its quick size into tmp_path: checks its files, returns its claims by text."""
+    import json
+    import os
+
+    from samplers.reproduce import reproduce
+    with open(os.devnull, "w") as sink:
+        summary = reproduce(name, out_dir=tmp_path, seed=0, quick=True, stream=sink)
+    for key in ("png", "svg", "csv", "json"):
+        assert (tmp_path / summary["files"].get(key, f"{name}.json")).exists(), key
+    return {c["text"]: c for c in json.loads((tmp_path / f"{name}.json").read_text())["claims"]}
+
+
+def assert_claims_hold(claims, *starts):
+    """Each named claim (by the start of its text, matching exactly one) came out as holding."""
+    for start in starts:
+        hits = [c for text, c in claims.items() if text.startswith(start)]
+        assert len(hits) == 1, (start, list(claims))
+        assert hits[0]["holds"], hits[0]["evidence"]

@@ -1,16 +1,6 @@
 """Each reproduction runs at a reduced size and its qualitative claim is asserted."""
-import json
-
-import pytest
-
-from samplers.reproduce import REPRODUCTIONS, names, reproduce
-
-
-def run(name, tmp_path):
-    summary = reproduce(name, out_dir=tmp_path, seed=0, quick=True, stream=open("/dev/null", "w"))
-    for key in ("png", "svg", "csv", "json"):
-        assert (tmp_path / summary["files"].get(key, f"{name}.json")).exists()
-    return {c["text"]: c for c in json.loads((tmp_path / f"{name}.json").read_text())["claims"]}
+from conftest import run_reproduction as run
+from samplers.reproduce import REPRODUCTIONS, names
 
 
 def test_recipe_fig2_left_naive_sgrhmc_is_off(tmp_path):
