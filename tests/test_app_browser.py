@@ -177,7 +177,13 @@ def test_change_potential_and_sampler_then_play_updates_histogram_and_metrics(la
     assert metric_number(page, "ess") > 0
     # the exact density scale: the histogram integrates to about one over the box
     assert abs(sum(hist1) * 6.0 / 100 - 1.0) < 0.05
-    t = metric_number(page, "t")
+    # the metrics panel refreshes every 0.25 s: read t only once it has settled after the pause
+    t, settled_since = metric_number(page, "t"), time.monotonic()
+    while time.monotonic() - settled_since < 0.8:
+        time.sleep(0.1)
+        now = metric_number(page, "t")
+        if now != t:
+            t, settled_since = now, time.monotonic()
     page.locator(".step-button button").first.click()
     page.wait_for_function("() => true")
     deadline = time.monotonic() + 10
