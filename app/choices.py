@@ -94,7 +94,7 @@ DEMOS = {
 
 # a lesson's `demo:` mapping, key by key, as URL keys (see urlstate.py)
 DEMO_KEYS = {"potential": "pot", "sampler": "s", "V": "V", "batch": "batch", "chains": "n", "seed": "seed",
-             "steps_per_frame": "speed", "speed": "speed", "burn": "burn"}
+             "steps_per_frame": "speed", "speed": "speed", "burn": "burn", "log": "log"}
 
 
 def demo_query(demo) -> str:

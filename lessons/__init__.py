@@ -19,9 +19,11 @@ A page is YAML front matter between two `---` lines, then a Markdown body with M
       compare: sgrld            # optional: a second sampler side by side (same potential, seed, noise)
       compare_params: {}        # optional
       drop: [gamma]             # optional: terms dropped from the first sampler's recipe
+      log: 1                    # optional: a log-scale view of a small component (simplex targets)
     checks: [recipe_residual]   # functions in lessons/checks.py
     ---
-    Markdown ... a line `{{check:recipe_residual}}` marks where the check's number goes.
+    Markdown ... a line `{{check:recipe_residual}}` marks where the check's number goes,
+    and a line `{{demo}}` where the live demo is embedded (in its "In the lab" section).
 
 Links between pages are relative (`[next](03-completeness.md)`). Helpers for a renderer:
 
@@ -36,9 +38,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 HERE = Path(__file__).resolve().parent
 FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*\r?\n(.*)\Z", re.S)
 CHECK_LINE = re.compile(r"^[ \t]*\{\{check:([A-Za-z_][A-Za-z0-9_]*)\}\}[ \t]*$", re.M)
+DEMO_LINE = re.compile(r"^[ \t]*\{\{demo\}\}[ \t]*$", re.M)
+MARK_LINE = re.compile(f"{CHECK_LINE.pattern}|{DEMO_LINE.pattern}", re.M)
 
 __all__ = ["Lesson", "parse_lesson", "load_lessons", "run_check", "HERE"]
 
@@ -50,17 +56,17 @@ class Lesson:
     title: str
     order: int
     summary: str
-    demo: dict         # as in the front matter
+    demo: dict | str   # as in the front matter (a str: a lab preset name or query)
     checks: list       # check names
     body: str          # Markdown after the front matter
 
     def segments(self) -> list[tuple[str, str]]:
-        """The body cut at its check lines: [("markdown", text), ("check", name), ...]."""
+        """The body cut at its check and demo lines: [("markdown", text), ("check", name), ("demo", ""), ...]."""
         out, pos = [], 0
-        for m in CHECK_LINE.finditer(self.body):
+        for m in MARK_LINE.finditer(self.body):
             if m.start() > pos:
                 out.append(("markdown", self.body[pos:m.start()]))
-            out.append(("check", m.group(1)))
+            out.append(("check", m.group(1)) if m.group(1) else ("demo", ""))
             pos = m.end()
         if pos < len(self.body):
             out.append(("markdown", self.body[pos:]))
@@ -69,7 +75,6 @@ class Lesson:
 
 def parse_lesson(path) -> Lesson:
     """One page; raises ValueError if the front matter is missing or malformed."""
-    import yaml
     path = Path(path)
     m = FRONT_MATTER.match(path.read_text(encoding="utf-8"))
     if not m:
@@ -80,13 +85,23 @@ def parse_lesson(path) -> Lesson:
     missing = [k for k in ("title", "order", "summary", "demo", "checks") if k not in meta]
     if missing:
         raise ValueError(f"{path.name}: front matter lacks {', '.join(missing)}")
+    demo = meta["demo"] if isinstance(meta["demo"], str) else dict(meta["demo"])   # a str names a lab preset
     return Lesson(path.stem, path, str(meta["title"]), int(meta["order"]), str(meta["summary"]),
-                  dict(meta["demo"]), list(meta["checks"]), m.group(2))
+                  demo, list(meta["checks"]), m.group(2))
 
 
-def load_lessons(folder=HERE) -> list[Lesson]:
-    """Every `NN-*.md` page in folder, sorted by `order`."""
-    return sorted((parse_lesson(p) for p in Path(folder).glob("[0-9][0-9]-*.md")), key=lambda x: x.order)
+def load_lessons(folder=HERE, strict: bool = True) -> list[Lesson]:
+    """Every `NN-*.md` page in folder, sorted by `order`; strict=False leaves out pages that do not
+    parse (the app shows the rest rather than fail on one bad file)."""
+    pages = []
+    for path in Path(folder).glob("[0-9][0-9]-*.md"):
+        try:
+            pages.append(parse_lesson(path))
+        except (ValueError, TypeError, OSError, yaml.YAMLError):
+            if strict:
+                raise
+    return sorted(pages, key=lambda x: (x.order, x.slug))
+
 
 
 def run_check(name: str, quick: bool = True) -> dict:

@@ -38,7 +38,7 @@ LATE_POTENTIALS = {"sparse-dirichlet", "dense-dirichlet"}
 CHECKS_NEEDING_LATE_SAMPLERS = {"qnhmc_ess"}
 
 DEMO_KEYS = {"potential", "sampler", "params", "V", "batch", "chains", "seed", "steps_per_frame",
-             "compare", "compare_params", "drop"}
+             "compare", "compare_params", "drop", "log"}
 CHECK_MARK = re.compile(r"\{\{check:([A-Za-z_][A-Za-z0-9_]*)\}\}")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
@@ -75,6 +75,15 @@ def test_package_helpers_agree_with_the_files():
         segs = lesson.segments()
         assert "".join(v for k, v in segs if k == "markdown").count("{{check:") == 0
         assert [v for k, v in segs if k == "check"] == CHECK_MARK.findall(body)
+        assert "{{demo}}" not in "".join(v for k, v in segs if k == "markdown")
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
+def test_the_demo_is_embedded_once_in_the_lab_section(path):
+    _, body = parse(path)
+    assert len(lessons.DEMO_LINE.findall(body)) == 1, f"{path.name}: needs exactly one {{{{demo}}}} line"
+    lab_section = body.split("## In the lab", 1)[1].split("\n## ", 1)[0]
+    assert lessons.DEMO_LINE.search(lab_section), f"{path.name}: the {{{{demo}}}} line belongs in 'In the lab'"
 
 
 def test_there_are_eleven_pages_in_order():

@@ -45,6 +45,8 @@ class AppView(Viewer):
     def start(self, doc, location=None):
         """Session start: bind the frame loop and the URL."""
         self.lab_view.attach(doc)
+        self.lessons.attach(doc)
+        self.tabs.param.watch(self._on_tab, "active")
         self._location = location
         if location is not None:
             self.config.param.watch(self._write_url, [p for p in self.config.param if p != "name"])
@@ -55,6 +57,13 @@ class AppView(Viewer):
             self._write_url()
         if self.autoplay:
             self.lab.play()
+
+    def _on_tab(self, event):
+        """Only the shown section runs: leaving one pauses its run (two runs would halve both frame rates)."""
+        if TABS[event.new] != "lessons":
+            self.lessons.pause()
+        if TABS[event.new] != "lab":
+            self.lab.pause()
 
     def nav(self) -> dict:
         tab = TABS[self.tabs.active]
@@ -79,6 +88,7 @@ class AppView(Viewer):
 
     def stop(self):
         self.lab_view.stop()
+        self.lessons.stop()
 
     def on_session_destroyed(self, session_context):
         self.stop()

@@ -26,9 +26,12 @@ TEXT_EVERY_S = 0.25    # the metrics numbers refresh 4 times a second (see RunPl
 
 
 class LabView(Viewer):
-    def __init__(self, lab: Lab | None = None, **params):
+    """The lab page; `compact` is the plots and messages alone (a lesson's embedded demo)."""
+
+    def __init__(self, lab: Lab | None = None, compact: bool = False, **params):
         super().__init__(**params)
         self.lab = lab = lab or Lab()
+        self.compact = compact
         self.cfg = lab.config
         self.frames = 0
         self.frame_seconds = 0.0
@@ -48,6 +51,19 @@ class LabView(Viewer):
                                          css_classes=["lab-blocked"], margin=(5, 10))
         self.plot_area = pn.FlexBox(sizing_mode="stretch_width", flex_wrap="wrap", css_classes=["plot-area"])
         self.kl_area = pn.Column(sizing_mode="stretch_width")
+        if not compact:
+            self._build_page()
+        self._scheduled = set()
+        lab.param.watch(lambda e: self._with_lock(self._rebuild_plots), "version")
+        lab.param.watch(self._on_playing, "playing")
+        lab.param.watch(lambda e: self._with_lock(self._push_metrics), "stepped")
+        lab.param.watch(self._show_messages, ["message", "blocks", "level"])
+        self._rebuild_plots()
+        self._show_messages()
+
+    def _build_page(self):
+        """The controls, downloads and recipe editor around the plots (the full lab page)."""
+        lab = self.lab
         self.csv = pn.widgets.FileDownload(callback=self._csv, filename="samples.csv", label="Samples (CSV)",
                                            button_type="primary", sizing_mode="stretch_width", css_classes=["csv-download"])
         self.npz = pn.widgets.FileDownload(callback=self._npz, filename="samples.npz", label="Samples (NPZ)",
@@ -67,13 +83,6 @@ class LabView(Viewer):
         self.main = pn.Column(self.alert, self.block_alert, self.plot_area, self.kl_area, self.recipe_card,
                               sizing_mode="stretch_width", styles={"flex": "1 1 600px", "min-width": "0"},
                               css_classes=["lab-main"])
-        self._scheduled = set()
-        lab.param.watch(lambda e: self._with_lock(self._rebuild_plots), "version")
-        lab.param.watch(self._on_playing, "playing")
-        lab.param.watch(lambda e: self._with_lock(self._push_metrics), "stepped")
-        lab.param.watch(self._show_messages, ["message", "blocks", "level"])
-        self._rebuild_plots()
-        self._show_messages()
 
     def _with_lock(self, fn):
         """Run fn where it may touch Bokeh models directly. Panel runs widget callbacks without the
@@ -230,6 +239,11 @@ class LabView(Viewer):
         return samples_npz(self.lab.runs, to_query(self.cfg))
 
     def __panel__(self):
+        if self.compact:
+            # the same flex nesting as the full page: in plain nested Columns BokehJS lays the figures out at zero width
+            main = pn.Column(self.alert, self.block_alert, self.plot_area, self.kl_area, sizing_mode="stretch_width",
+                             styles={"flex": "1 1 600px", "min-width": "0"})
+            return pn.FlexBox(main, flex_wrap="wrap", sizing_mode="stretch_width")
         return pn.FlexBox(self.controls, self.main, flex_wrap="wrap", sizing_mode="stretch_width",
                           css_classes=["lab-page"])
 

@@ -12,6 +12,7 @@ from panel.viewable import Viewer
 
 from ..choices import demo_query
 from ..pages import list_assets, list_lessons
+from .lesson_demo import LessonDemo
 
 
 def _tex(content: str, options: dict) -> str:
@@ -26,11 +27,14 @@ def math_plugin(md):
 
 
 class LessonsView(Viewer):
-    """A list of lessons; each shows its text and a link that opens its demo preset in the lab."""
+    """A list of lessons; each shows its text, its live demo (embedded, started on demand) and a link
+    that opens the demo's preset in the full lab."""
 
     def __init__(self, selected: str = "", **params):
         super().__init__(**params)
         self.lessons = list_lessons()
+        self.demo: LessonDemo | None = None
+        self._doc = None
         self.body = pn.Column(sizing_mode="stretch_width", css_classes=["lessons"])
         if not self.lessons:
             self.body.objects = [pn.pane.Markdown(
@@ -51,19 +55,50 @@ class LessonsView(Viewer):
     def _show(self):
         lesson = next(lesson for lesson in self.lessons if lesson.slug == self.select.value)
         query = demo_query(lesson.demo)
-        # links between lessons (`02-recipe.md`) become links to this section
-        body = re.sub(r"\]\((\d\d-[\w-]+)\.md(#[\w-]*)?\)", r"](?tab=lessons&lesson=\1)", lesson.body)
-        body = re.sub(r"\{\{check:([\w]+)\}\}", lambda m: _check_line(m.group(1)), body)
-        parts = [pn.pane.Markdown(body, plugins=[math_plugin], sizing_mode="stretch_width",
-                                  css_classes=["lesson-body"], styles={"overflow-x": "auto", "min-width": "0"})]
-        if query:
-            href = html.escape(f"?tab=lab&{query}", quote=True)
-            parts.insert(0, pn.pane.HTML(f"<a class='lesson-demo' href='{href}'>Open this lesson's demo in the lab "
-                                         f"→</a>", margin=(10, 10)))
+        self.stop()
+        self.demo = LessonDemo(query, html.escape(f"?tab=lab&{query}", quote=True), self._doc) if query else None
+        parts, text = [], []
+        for kind, value in lesson.segments() + [("end", "")]:
+            if kind == "markdown":
+                text.append(value)
+            elif kind == "check":
+                text.append("\n" + _check_line(value) + "\n")
+            elif text:     # a demo line, or the end: the text so far is one Markdown pane
+                parts.append(_markdown("".join(text)))
+                text = []
+            if kind == "demo" and self.demo is not None:
+                parts.append(self.demo)
+        if self.demo is not None:
+            if self.demo not in parts:     # a page without a {{demo}} line
+                parts.append(self.demo)
+            parts.insert(0, pn.pane.HTML(f"A live demo runs further down this page · <a class='lesson-demo' "
+                                         f"href='{self.demo.lab_href}'>open it in the full lab →</a>", margin=(10, 10)))
         self.page.objects = parts
+
+    # the embedded demo's frame loop runs on the session's document, only while its page is shown
+    def attach(self, doc) -> None:
+        self._doc = doc
+        if self.demo is not None:
+            self.demo.attach(doc)
+
+    def pause(self) -> None:
+        if self.demo is not None:
+            self.demo.pause()
+
+    def stop(self) -> None:
+        if self.demo is not None:
+            self.demo.stop()
+            self.demo = None
 
     def __panel__(self):
         return self.body
+
+
+def _markdown(text: str) -> pn.pane.Markdown:
+    # links between lessons (`02-recipe.md`) become links to this section
+    text = re.sub(r"\]\((\d\d-[\w-]+)\.md(#[\w-]*)?\)", r"](?tab=lessons&lesson=\1)", text)
+    return pn.pane.Markdown(text, plugins=[math_plugin], sizing_mode="stretch_width", css_classes=["lesson-body"],
+                            styles={"overflow-x": "auto", "min-width": "0"})
 
 
 def _check_line(name: str) -> str:
