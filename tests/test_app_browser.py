@@ -379,3 +379,21 @@ def test_every_lesson_renders_with_math_its_check_and_a_running_demo(browser, se
         p.shot(f"lesson-{slug}", full=False)
     page.close()
     assert not p.errors, p.errors
+
+
+def test_a_visitor_walks_from_the_first_lesson_to_the_last_by_its_links(browser, server):
+    from lessons import load_lessons
+    pages = load_lessons()
+    slugs = [lesson.slug for lesson in pages]
+    p = Page(browser, server, 1280, 800)
+    page = p.page
+    page.goto(server.url + f"?tab=lessons&lesson={slugs[0]}")
+    for nxt, lesson in zip(slugs[1:], pages[1:]):
+        link = page.locator(f".lesson-body a[href*='lesson={nxt}']").first
+        link.wait_for(timeout=60000)
+        with page.expect_navigation(timeout=60000):
+            link.click()
+        wait_text(page.locator(".lesson-body").first, re.escape(lesson.title.split(":")[0]), timeout=60)
+        assert f"lesson={nxt}" in page.url
+    page.close()
+    assert not p.errors, p.errors
