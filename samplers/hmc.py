@@ -24,18 +24,33 @@ benchmarks/qnhmc_gaussian100d.py):
 
 * The pairs are (q_{i+1} - q_i, grad U(q_{i+1}) - grad U(q_i)) for the L position moves of a
   trajectory; Algorithm 2's first update (line 7) has no pair yet and is skipped.
-* B learns only from exact gradients (a noisy oracle leaves B at B0 I: QNHMC is then HMC).
+* B learns only from exact gradients (a noisy oracle leaves B at its initial I or B0 I: QNHMC is then HMC).
 * Pairs with s^T y <= 0, or that would put an inverse curvature above B_CAP into B, are skipped,
-  and a divergent trajectory (|H1 - H0| > 1000) restarts B from B0 I instead of keeping C: on the
+  and a divergent trajectory (|H1 - H0| > 1000) restarts B from its initial value instead of keeping C: on the
   double well, Algorithm 2 as printed otherwise freezes chains with a B learnt near an inflection.
 * Theorem 4 does not hold as argued: B is learnt from the chain's own trajectory, so C depends on
   where the chain is. On a Gaussian B converges to Sigma and the bias fades; on the double well
   E[theta^2] comes out near 1.8 instead of 0.83. `adapt=n` freezes B after n proposals (a fixed,
   valid kernel per chain from then on).
-* B0: BFGS quickly shrinks directions where B is too large (the sampler moves fast along them and
-  the next pairs measure them) but barely corrects directions where B is too small (no motion, no
-  pair). From Algorithm 2's B = I on the 100-d Gaussian (Sigma's eigenvalues 4 and 104) such a
-  stiff direction keeps U above its stationary band for thousands of proposals; B0 = 10 does not.
+* The initial B. Algorithm 2 starts from B = I, the scale of theta's units. By default (B0 = auto)
+  B = I serves the first trajectory only: before a chain's first BFGS update it becomes (s^T y / y^T y) I
+  from that pair (Nocedal & Wright Eq. 6.20; the L-BFGS path scales by its newest pair, Eq. 7.20), and
+  after a restart the next pair rescales it. B0 = b fixes B = b I instead (B0 = 1: Algorithm 2 as printed).
+* What no initial scale from pairs fixes. On a quadratic with exact pairs, Eq. (1) maps the error
+  E = B - Sigma to P^T E P with P = I - rho y s^T, a congruence: E never gains a negative eigenvalue, so a
+  B that starts below Sigma stays below it, and one that starts above stays above (B - Sigma >= 0, which
+  the sampler's own pairs remove quickly). s^T y / y^T y is a Rayleigh quotient of Sigma weighted to
+  where the pairs point; on the 100-d Gaussian (Sigma's eigenvalues 4, and 104 along 1) it is ~4, so B
+  starts 100 short along 1. While BFGS grows B along 1 (a few hundred proposals from a far start), pairs
+  that mix 1 with the direction the chain drifts along carry part of that deficit into the drift direction:
+  B's smallest eigenvalue falls to ~0.5 there (Sigma: 4), the chain barely moves along it, and U stays
+  ~50 above its stationary median for ~1000 proposals (benchmarks/qnhmc_gaussian100d.py, seeds 0 and 1:
+  burn-in 1175 and 890 proposals, HMC 1653 and 1465, B = I 3579 and 3077). A B that starts above Sigma's
+  bulk (B0 = 10 or 40: 141 to 162; B = Sigma from the start: ~100) has a positive bulk error, which the
+  drift's pairs remove within a few proposals. No pair-based scale sees Sigma's largest eigenvalue before
+  the chain moves along it, so such an overestimate is a choice (B0), not a measurement. L-BFGS, which
+  rescales by its newest pair every proposal and forgets older pairs, burns in within ~100 proposals but
+  learns too little along 1 (memory = 7: ESS of 1.theta ~2x HMC's; dense BFGS: >1500x).
 """
 from __future__ import annotations
 
@@ -122,8 +137,9 @@ def hmc_aux(d, params):
 
 def qn_aux(d, params):
     _check_common(params)
-    if not params["B0"] > 0:
-        raise SamplerError(f"B0 must be > 0 (the initial B is B0 I), got {params['B0']}")
+    if params["B0"] is not None and not params["B0"] > 0:
+        raise SamplerError(f"B0 must be > 0 (the initial B is B0 I) or auto (B = I, rescaled to "
+                           f"(s^T y / y^T y) I by the first BFGS pair), got {params['B0']}")
     if params.get("adapt") is not None and params["adapt"] < 0:
         raise SamplerError(f"adapt must be a number of proposals >= 0 (none: adapt forever), got {params['adapt']}")
     m = qn_memory(d, params)
@@ -156,13 +172,8 @@ def batched_matvec(B, v):
     return (B @ v[:, :, None])[:, :, 0]
 
 
-def bfgs_update(B, s, y, ok):
-    """Eq. (1) for every chain where `ok`: B <- (I - rho s y^T) B (I - rho y s^T) + rho s s^T.
-
-    B (chains, d, d) symmetric; s, y (chains, d). Expanded as a rank-two correction,
-    B + s (c s - rho By)^T - rho By s^T with c = rho^2 y^T B y + rho, so one batched matmul with an
-    inner dimension of 2 does the O(d^2) work.
-    """
+def _bfgs_terms(B, s, y, ok):
+    """Which chains' pairs Eq. (1) may use, with rho = 1 / s^T y, c = rho^2 y^T B y + rho and B y."""
     sy = np.einsum("ci,ci->c", s, y)
     By = batched_matvec(B, y)
     yBy = np.einsum("ci,ci->c", y, By)
@@ -173,6 +184,17 @@ def bfgs_update(B, s, y, ok):
     # past B_CAP every later trajectory diverges, so such a pair is skipped (coef |s|^2 bounds the
     # largest entry of the rho s s^T part).
     ok &= coef * np.einsum("ci,ci->c", s, s) < B_CAP
+    return ok, rho, coef, By
+
+
+def bfgs_update(B, s, y, ok):
+    """Eq. (1) for every chain where `ok`: B <- (I - rho s y^T) B (I - rho y s^T) + rho s s^T.
+
+    B (chains, d, d) symmetric; s, y (chains, d). Expanded as a rank-two correction,
+    B + s (c s - rho By)^T - rho By s^T with c = rho^2 y^T B y + rho, so one batched matmul with an
+    inner dimension of 2 does the O(d^2) work.
+    """
+    ok, rho, coef, By = _bfgs_terms(B, s, y, ok)
     # a skipped pair may hold NaN (a trajectory that blew up): zero it so that nothing reaches B
     s0 = np.where(ok[:, None], s, 0.0)
     By0 = np.where(ok[:, None], By, 0.0)
@@ -180,6 +202,22 @@ def bfgs_update(B, s, y, ok):
     left = np.stack([s0, By0], axis=2)                               # (c, d, 2)
     right = np.stack([coef * s0 - rho * By0, -rho * s0], axis=1)     # (c, 2, d)
     return B + left @ right
+
+
+def initial_scaling(B, s, y, ok, fresh):
+    """Nocedal & Wright Eq. (6.20): B = (s^T y / y^T y) I before the first BFGS update of a `fresh` chain.
+
+    On a quadratic s^T y / y^T y is a Rayleigh quotient of the inverse Hessian, so B starts at the
+    target's scale instead of the units' (Algorithm 2's I). Only a pair that Eq. (1) then keeps sets
+    the scale (an s^T y ~ 0+ pair would make B huge). Returns B and which chains are still fresh.
+    """
+    sy = np.einsum("ci,ci->c", s, y)
+    yy = np.einsum("ci,ci->c", y, y)
+    valid = fresh & (sy > 0) & (yy > 0) & np.isfinite(sy) & np.isfinite(yy)
+    gamma = np.where(valid, sy / np.where(valid, yy, 1.0), 1.0)
+    scaled = gamma[:, None, None] * np.eye(B.shape[-1])
+    use = valid & _bfgs_terms(scaled, s, y, ok)[0]
+    return np.where(use[:, None, None], scaled, B), fresh & ~use
 
 
 class LBFGSOperator:
@@ -238,6 +276,7 @@ class Curvature:
     def __init__(self, s, rest):
         d = s.dim
         self.d, self.m = d, qn_memory(d, s.params)
+        self.auto = s["B0"] is None
         c = rest.shape[0]
         if self.m == 0:
             self.B = rest.reshape(c, d, d)
@@ -245,13 +284,17 @@ class Curvature:
         else:
             self.S = rest[:, : self.m * d].reshape(c, self.m, d)
             self.Y = rest[:, self.m * d:].reshape(c, self.m, d)
-            self.apply = LBFGSOperator(self.S, self.Y, s["B0"])
+            self.apply = LBFGSOperator(self.S, self.Y, initial_b0(s))
 
     def updated(self, pairs) -> np.ndarray:
         """The memory after the proposal's pairs (every chain: the caller keeps it only on acceptance)."""
         if self.m == 0:
             B = self.B
+            # B still exactly I has learnt nothing yet (no pair kept, or a restart), so its next pair scales it
+            fresh = np.all(B == np.eye(self.d), axis=(1, 2)) if self.auto else np.zeros(B.shape[0], bool)
             for s_k, y_k, ok in pairs:
+                if fresh.any():
+                    B, fresh = initial_scaling(B, s_k, y_k, ok, fresh)
                 B = bfgs_update(B, s_k, y_k, ok)
             return B.reshape(B.shape[0], -1)
         S, Y = self.S, self.Y
@@ -288,10 +331,15 @@ def _learns(s) -> bool:
     return adapt is None or mh_stats(s).proposals < adapt
 
 
+def initial_b0(s) -> float:
+    """The scale of B before any pair: B0, or Algorithm 2's 1 when B0 is automatic (None)."""
+    return 1.0 if s["B0"] is None else s["B0"]
+
+
 def initial_memory(s, chains: int) -> np.ndarray:
     """B = B0 I (Algorithm 2's input is B = I), or an empty L-BFGS memory (C = B0 I until a pair arrives)."""
     d, m = s.dim, qn_memory(s.dim, s.params)
-    return np.tile(s["B0"] * np.eye(d).ravel(), (chains, 1)) if m == 0 else np.zeros((chains, 2 * m * d))
+    return np.tile(initial_b0(s) * np.eye(d).ravel(), (chains, 1)) if m == 0 else np.zeros((chains, 2 * m * d))
 
 
 def proposal(s, z, rng, oracle, force, velocity):
@@ -515,13 +563,15 @@ register(SamplerSpec(
 QN_DOC = ("B is refreshed by BFGS (Eq. 1) from the L (s, y) pairs of the leapfrog's consecutive positions and "
           "gradients; kept if the proposal is accepted, reset to C if it is rejected (Algorithm 2, line 22). "
           "memory: 0 = dense B (chains × d × d), m > 0 = L-BFGS with the last m pairs, auto = dense up to "
-          f"d = {AUTO_DENSE_MAX_DIM}, else m = {AUTO_MEMORY}. B is learnt only from exact gradients (a noisy oracle "
-          "leaves B = I).")
+          f"d = {AUTO_DENSE_MAX_DIM}, else m = {AUTO_MEMORY}. B0: auto = B starts at I and, before its first BFGS "
+          "update, becomes (sᵀy / yᵀy)·I from that pair (Nocedal & Wright Eq. 6.20), the target's scale instead of "
+          "the units'; a number b = B starts at b·I (1: Algorithm 2 as printed). B is learnt only from exact "
+          "gradients (a noisy oracle leaves B at its initial I or B0·I).")
 register(SamplerSpec(
     "qnhmc", "QNHMC", "QNHMC paper (seed 002) Algorithm 2 with the dynamics of Eq. (7) (Theorem 3)",
     "Quasi-Newton HMC: θ̇ = C M⁻¹p, ṗ = −C∇U with C = B frozen during a proposal, leapfrog and a "
     "Metropolis test min{1, exp(H₀ − H₁)}. In the recipe: D = 0, Q = [[0, −C], [C, 0]]. " + QN_DOC,
-    dict(COMMON, memory=None, B0=1.0, adapt=None), qn_aux, qn_recipe, qnhmc_fast, init_aux=_init_qn,
+    dict(COMMON, memory=None, B0=None, adapt=None), qn_aux, qn_recipe, qnhmc_fast, init_aux=_init_qn,
     family="hamiltonian",
     choices=dict(CHOICES), exact=True))
 
@@ -531,6 +581,6 @@ register(SamplerSpec(
     "conserve H (dH/dt = pᵀM⁻¹(I − B)∇U), so exp(−H) is not invariant. Runs without the Metropolis test by "
     "default (the dynamics the paper's Corollary 1 is about); metropolis=on repairs it, because the frozen-B "
     "leapfrog map is still volume preserving and reversible, at the price of a lower acceptance. " + QN_DOC,
-    dict(COMMON, metropolis="off", memory=None, B0=1.0, adapt=None), qn_aux, qn_recipe, qnhmc_naive_fast,
+    dict(COMMON, metropolis="off", memory=None, B0=None, adapt=None), qn_aux, qn_recipe, qnhmc_naive_fast,
     init_aux=_init_qn,
     corrected="qnhmc", family="hamiltonian", choices=dict(CHOICES), exact=True))
