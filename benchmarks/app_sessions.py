@@ -38,10 +38,16 @@ def query(args) -> dict:
     return {"pot": args.potential, "s": args.sampler, "n": str(args.chains), "speed": str(args.speed), "play": "1"}
 
 
+# what BokehJS sends once the page has rendered: Panel counts the session as loaded from then on
+DOCUMENT_READY = json.dumps({"events": [{"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
+    "type": "event", "name": "document_ready", "values": {"type": "map"}}}]})
+
+
 class ProtocolClient:
-    """A minimal Bokeh-protocol websocket client: enough to subscribe to a session and count the
-    frames the server pushes. (bokeh.client's own state machine recurses once per message and
-    overflows the stack after about a thousand messages, so it cannot watch a live lab.)"""
+    """A minimal Bokeh-protocol websocket client: enough to subscribe to a session, announce it
+    loaded as a browser does, and count the frames the server pushes. (bokeh.client's own state
+    machine recurses once per message and overflows the stack after about a thousand messages, so it
+    cannot watch a live lab.)"""
 
     def __init__(self, server: AppServer, args):
         from urllib.parse import urlencode
@@ -75,6 +81,8 @@ class ProtocolClient:
                     await ws.write_message(part)
             elif kind == "PULL-DOC-REPLY":
                 self.hist_id = _find_named(json.loads(content), "hist-A")
+                for part in (json.dumps({"msgid": "2", "msgtype": "PATCH-DOC"}), "{}", DOCUMENT_READY):
+                    await ws.write_message(part)
             elif kind == "PATCH-DOC" and self.hist_id and f'"id":"{self.hist_id}"' in content:
                 self.frames += 1      # the histogram changes once per frame
         ws.close()
