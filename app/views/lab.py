@@ -18,7 +18,7 @@ from panel.viewable import Viewer
 
 from ..exports import samples_csv, samples_npz
 from ..model import RESIDUAL_OK, Lab
-from ..plots import KLHistory, RunPlots, metrics_html
+from ..plots import KLHistory, RunPlots
 from .controls import CompareControls, PotentialPicker, RunControls, SamplerPicker
 from .recipe_editor import RecipeEditor, residual_badge
 
@@ -112,8 +112,8 @@ class LabView(Viewer):
         # the browser before Panel (which sends new models on the next tick) has sent the models
         self.plots = [RunPlots(run, side, run.label, log_view) for run, side in zip(lab.runs, lab.sides)]
         for p, side in zip(self.plots, lab.sides):
-            p.metrics.text = metrics_html(p.last_metrics | self._extra(side), p.label, p.color, p.title)
-        self.plot_area.objects = [pn.pane.Bokeh(p.layout(), sizing_mode="stretch_width") for p in self.plots]
+            p.show_metrics(p.last_metrics | self._extra(side))
+        self.plot_area.objects = [p.layout() for p in self.plots]
         self._fresh = True            # the next frame waits one round, for Panel to send the new figures
         if self.kl is None or len(self.kl.sources) != len(self.plots):
             self.kl = KLHistory(lab.runs, [p.title for p in self.plots]) if self.plots else None
