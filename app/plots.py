@@ -369,19 +369,30 @@ class KLHistory:
             entries.append((label, self.fig.line("t", "kl", source=src, **style), self.fig.line(*NAN_ROW, **style)))
             self.sources.append(src)
         self.legend = _legend(self.fig, entries, "top_right")
+        self.reset(labels)
+        for r in (self.fig.x_range, self.fig.y_range):   # they follow the data in the browser; the server needs
+            r.syncable = False                            # no copy (each would be one more message to it)
 
     def reset(self, labels):
         for src, item, label in zip(self.sources, self.legend.items, labels):
             src.data = dict(t=[], kl=[])
             item.label = dict(value=label)
+        self._pending = [[] for _ in self.sources]
 
-    EVERY = 5   # frames between points: the curve needs no more, and each point is one more message per session
+    EVERY = 5        # frames between points: the curve needs no more
+    PUSH_EVERY = 2   # points sent together: each push redraws the whole figure, as its ranges follow the data
 
     def update(self, metrics_list, force: bool = False):
         self._n = getattr(self, "_n", -1) + 1
         if self._n % self.EVERY and not force:
             return
-        for src, m in zip(self.sources, metrics_list):
+        for pending, m in zip(self._pending, metrics_list):
             kl = m.get("kl")
             if kl is not None and np.isfinite(kl) and kl > 0 and m.get("accumulating"):
-                src.stream(dict(t=[m["t"]], kl=[kl]), rollover=2000)
+                pending.append((m["t"], kl))
+        if force or self._n % (self.EVERY * self.PUSH_EVERY) == 0:
+            for src, pending in zip(self.sources, self._pending):
+                if pending:
+                    t, kl = zip(*pending)
+                    src.stream(dict(t=list(t), kl=list(kl)), rollover=2000)
+                    pending.clear()
