@@ -38,6 +38,7 @@ RUN_COLORS = {"A": "#1f77b4", "B": "#d62728"}
 DENSITY_PALETTE = list(reversed(Blues256))[:200]   # white at zero density, no near-black
 PATH_ROLLOVER = 150
 TRACE_ROLLOVER = 600
+TRACE_AHEAD = 150   # steps of room ahead of the trace: its axis moves only when the trace reaches the end
 MAIN_HEIGHT = 340
 MARGINAL_HEIGHT = 170
 LIVE = "overlay"   # the level of renderers whose data change every frame (see the module docstring)
@@ -67,6 +68,13 @@ def _density_image(p, axes, dens, contour=True):
             p.contour(xs, ys, img, levels=levels, line_color="#08306b", line_alpha=0.5, line_width=1)
         except Exception:   # contourpy refuses degenerate grids; the image alone is enough
             pass
+
+
+def _browser_only(*ranges):
+    """Auto ranges (DataRange1d) follow the data in the browser at every redraw, and by default send
+    each new extent back: one more message to the server per frame that nothing there reads."""
+    for r in ranges:
+        r.syncable = False
 
 
 def _legend(fig, entries, location, click_hide=False):
@@ -121,7 +129,14 @@ class RunPlots:
         self.K = K
         name = side.sampler.spec.title
         self.title = f"{label}: {name}"
-        self.paths = ColumnDataSource(self._empty_paths(K, run))
+        # recent tails of the highlighted chains: short on the main plot, longer on the 1-D trace (long
+        # anti-aliased polylines are what costs most to draw in the browser)
+        second = "y" if self.dim >= 2 else "r"
+        self.paths = ColumnDataSource({f"{c}{k}": [] for k in range(K) for c in ("x", second)})
+        self.trace_paths = ColumnDataSource({"t": [], **{f"x{k}": [] for k in range(K)}})
+        self._path_sources = [(self.paths, PATH_ROLLOVER)] if self.dim >= 2 or self.has_momentum else []
+        if self.dim == 1:
+            self._path_sources.append((self.trace_paths, TRACE_ROLLOVER))
         n_pts = min(run.chains, run.max_points)
         self.ens = ColumnDataSource(dict(x=np.full(n_pts, np.nan), y=np.full(n_pts, np.nan),
                                          hid=np.arange(n_pts, dtype=float)), name=f"ens-{run.label}")
@@ -156,10 +171,11 @@ class RunPlots:
         if self.dim == 1:
             self.trace = _fig(f"{self.title} — trace of θ" if self.main is None else "trace of θ",
                               MAIN_HEIGHT if self.main is None else 180, y_range=Range1d(*pot.box[0]),
-                              x_axis_label="step", y_axis_label="θ")
+                              x_range=Range1d(0, TRACE_ROLLOVER + TRACE_AHEAD), x_axis_label="step", y_axis_label="θ")
             self.trace.name = f"trace-{run.label}"
             for k in range(K):
-                self.trace.line("t", f"x{k}", source=self.paths, color=PATH_COLORS[k % 6], line_width=1.2, level=LIVE)
+                self.trace.line("t", f"x{k}", source=self.trace_paths, color=PATH_COLORS[k % 6], line_width=1.2,
+                                level=LIVE)
             self.figures.append(self.trace)
 
         self.marginals, self.log_hist = [], None
@@ -234,16 +250,6 @@ class RunPlots:
             entries.append(("exact", fig.line(*exact, color="black", line_width=2, level=LIVE), None))
         _legend(fig, entries, location)
 
-    def _empty_paths(self, K, run):
-        d = {"t": []}
-        for k in range(K):
-            d[f"x{k}"] = []
-            if run.dim >= 2:
-                d[f"y{k}"] = []
-            if run.has_momentum:
-                d[f"r{k}"] = []
-        return d
-
     def rebind(self, run: LiveRun, side) -> None:
         """Show a new run of the same structure: new titles, emptied sources, ranges as first drawn."""
         for fig, end in zip(self.marginals, self._y_ends):
@@ -266,7 +272,10 @@ class RunPlots:
 
     # -- data -------------------------------------------------------------------------
     def reset(self, run: LiveRun):
-        self.paths.data = self._empty_paths(self.K, run)
+        for src, _ in self._path_sources:
+            src.data = {c: [] for c in src.column_names}
+        if self.trace is not None:
+            self.trace.x_range.update(start=0, end=TRACE_ROLLOVER + TRACE_AHEAD)
         self.update(run)
 
     def update(self, run: LiveRun, metrics_extra: dict | None = None, text: bool = True) -> dict:
@@ -276,7 +285,11 @@ class RunPlots:
         a second, which is as fast as they can be read (and each refresh costs the browser ~8 ms)."""
         rows = run.take_path_points()
         if len(rows):
-            self.paths.stream(self._path_columns(run, rows), rollover=TRACE_ROLLOVER if self.dim == 1 else PATH_ROLLOVER)
+            cols = self._path_columns(run, rows)
+            for src, rollover in self._path_sources:
+                src.stream({c: cols[c] for c in src.column_names}, rollover=rollover)
+            if self.trace is not None:
+                self._scroll_trace(rows[-1, 0])
         if self.main is not None:
             self.ens.data.update(run.ensemble_points())
         dens, _, _ = run.histograms()
@@ -295,6 +308,13 @@ class RunPlots:
         if text:
             self.show_metrics(m)
         return m
+
+    def _scroll_trace(self, t):
+        """Move the trace's window on only when its newest step runs past the end. A moving axis makes
+        BokehJS redraw the whole figure, where new points alone redraw only the lines' layer."""
+        xr = self.trace.x_range
+        if t > xr.end:
+            xr.update(start=t - TRACE_ROLLOVER, end=t + TRACE_AHEAD)
 
     def _path_columns(self, run, rows):
         w = run.path_width
@@ -370,8 +390,7 @@ class KLHistory:
             self.sources.append(src)
         self.legend = _legend(self.fig, entries, "top_right")
         self.reset(labels)
-        for r in (self.fig.x_range, self.fig.y_range):   # they follow the data in the browser; the server needs
-            r.syncable = False                            # no copy (each would be one more message to it)
+        _browser_only(self.fig.x_range, self.fig.y_range)
 
     def reset(self, labels):
         for src, item, label in zip(self.sources, self.legend.items, labels):
