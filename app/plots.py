@@ -291,7 +291,8 @@ class RunPlots:
             if self.trace is not None:
                 self._scroll_trace(rows[-1, 0])
         if self.main is not None:
-            self.ens.data.update(run.ensemble_points())
+            # float32 halves the largest part of a frame's message; the screen needs no more precision
+            self.ens.data.update({k: v.astype(np.float32) for k, v in run.ensemble_points().items()})
         dens, _, _ = run.histograms()
         n_marg = len(self.marginals) - (1 if self.log_hist is not None else 0)
         self.hist.data.update({f"top{i}": dens[i].tolist() for i in range(n_marg)})
