@@ -1,14 +1,17 @@
 """How many updates per second one `panel serve app` process sustains for 1, 5 and 10 sessions.
 
 Prints figures (not a test). Starts the server on a free port on 127.0.0.1, opens N sessions
-that autoplay (`?play=1`), counts for each the frames that arrive (one metrics-panel update per
-frame) over a fixed window, and reads the server's CPU time from /proc.
+that autoplay (`?play=1`), counts for each the frames that arrive (each frame replaces the
+histogram's heights) over a fixed window, and reads the server's CPU time from /proc.
 
 * clients = protocol: minimal Bokeh-protocol websocket clients in this process (they only count
   the frames pushed to them), so the machine's two cores are the server's: its throughput.
-* clients = browser: N headless Chromium pages (Debian's chromium via Playwright), counting the
-  updates the page actually receives and renders; with 10 pages the browsers compete with the
-  server for the same two cores.
+* clients = browser: N headless Chromium pages (Debian's chromium via Playwright, software
+  rendering), counting at each animation frame whether the histogram has changed since the last:
+  the updates the page shows (BokehJS repaints in animation frames too, so frames that arrive
+  faster than the page can draw them merge and count once). With 10 pages the browsers compete
+  with the server for the same two cores, and each page's drawing costs more than its frames
+  cost the server.
 
     python benchmarks/app_sessions.py [--clients protocol|browser|both] [--seconds 8] [--chains 1000]
 """
