@@ -5,10 +5,17 @@ once per run; each frame only assigns or streams small ColumnDataSource columns:
 heights, the new points of a few highlighted paths, a capped subsample of the ensemble and
 the metrics text. Bokeh's save tool gives the PNG export.
 
-Every changed source is one websocket message per session, so a frame touches few sources: the
-highlighted chains' current positions are the first rows of the ensemble source (drawn again,
-bigger, through a fixed index filter), both marginals share one source, and short columns go as
-JSON lists rather than binary buffers (each buffer is two more websocket frames).
+A frame's changes travel as one websocket message (see LabView.tick), and a frame touches few
+sources: the highlighted chains' current positions are the first rows of the ensemble source
+(drawn again, bigger, through a fixed index filter), both marginals share one source, and short
+columns go as JSON lists rather than binary buffers (each buffer is two more websocket frames).
+
+What the browser redraws each frame is kept small (measured in headless Chromium, software
+rendering): the renderers whose data change every frame sit on the "overlay" level, so BokehJS
+repaints only that canvas layer and leaves the density image, contours, axes, grid and title
+alone; legends show static stand-ins (see `_legend`); the metrics panel is a Panel HTML pane,
+whose update only replaces its inner HTML where a Bokeh Div re-renders and lays itself out again
+(~8 ms against ~45 ms of the page's main thread per update).
 """
 from __future__ import annotations
 
@@ -16,8 +23,9 @@ import html
 import math
 
 import numpy as np
+import panel as pn
 from bokeh.layouts import column
-from bokeh.models import CDSView, ColumnDataSource, Div, IndexFilter, Range1d
+from bokeh.models import CDSView, ColumnDataSource, CustomJS, IndexFilter, Legend, LegendItem, Range1d
 from bokeh.palettes import Blues256, Category10_10
 from bokeh.plotting import figure
 from bokeh.transform import linear_cmap
@@ -30,8 +38,15 @@ RUN_COLORS = {"A": "#1f77b4", "B": "#d62728"}
 DENSITY_PALETTE = list(reversed(Blues256))[:200]   # white at zero density, no near-black
 PATH_ROLLOVER = 150
 TRACE_ROLLOVER = 600
+TRACE_AHEAD = 150   # steps of room ahead of the trace: its axis moves only when the trace reaches the end
 MAIN_HEIGHT = 340
 MARGINAL_HEIGHT = 170
+LIVE = "overlay"   # the level of renderers whose data change every frame (see the module docstring)
+# drawing the points is the costliest part of a frame in the browser: filled squares, no outline (an
+# outline doubles the canvas work per point, and software rendering fills squares faster than circles)
+ENSEMBLE_STYLE = dict(size=3, fill_color="#333333", fill_alpha=0.45, line_color=None, marker="square")
+HIGHLIGHT_STYLE = dict(size=9, line_color="black")
+NAN_ROW = ([math.nan], [math.nan])   # the data of a legend's stand-in (see _legend)
 
 
 def _fig(title, height, **kw):
@@ -54,6 +69,34 @@ def _density_image(p, axes, dens, contour=True):
             p.contour(xs, ys, img, levels=levels, line_color="#08306b", line_alpha=0.5, line_width=1)
         except Exception:   # contourpy refuses degenerate grids; the image alone is enough
             pass
+
+
+def _browser_only(*ranges):
+    """Auto ranges (DataRange1d) follow the data in the browser at every redraw, and by default send
+    each new extent back: one more message to the server per frame that nothing there reads."""
+    for r in ranges:
+        r.syncable = False
+
+
+def _legend(fig, entries, location, click_hide=False):
+    """A legend of (label, live renderer, stand-in) entries, the stand-in drawn in the legend.
+
+    BokehJS rebuilds a legend's DOM whenever a model reachable from its items changes, such as the
+    data source of a live renderer, every frame; a stand-in is a renderer styled like the live one
+    with a single NaN row (drawn in the legend, nowhere on the plot; None: the renderer is static and
+    shows itself). A click on an entry hides its stand-in and, through a callback on the legend (not
+    on the items, so it adds nothing they reach), the live renderer with it."""
+    items = [LegendItem(label=label, renderers=[stand_in or live]) for label, live, stand_in in entries]
+    legend = Legend(items=items, location=location, label_text_font_size="8pt", background_fill_alpha=0.6,
+                    click_policy="hide" if click_hide else "none")
+    if click_hide:
+        pairs = [(stand_in, live) for _, live, stand_in in entries if stand_in is not None]
+        legend.js_on_event("legend_item_click", CustomJS(
+            args=dict(stand_ins=[s for s, _ in pairs], lives=[lv for _, lv in pairs]),
+            code="const i = stand_ins.indexOf(cb_obj.item.renderers[0]);"
+                 "if (i >= 0) lives[i].visible = !lives[i].visible;"))
+    fig.add_layout(legend)
+    return legend
 
 
 def phase_density(pot, r_range, M=1.0, n=151):
@@ -87,7 +130,14 @@ class RunPlots:
         self.K = K
         name = side.sampler.spec.title
         self.title = f"{label}: {name}"
-        self.paths = ColumnDataSource(self._empty_paths(K, run))
+        # recent tails of the highlighted chains: short on the main plot, longer on the 1-D trace (long
+        # anti-aliased polylines are what costs most to draw in the browser)
+        second = "y" if self.dim >= 2 else "r"
+        self.paths = ColumnDataSource({f"{c}{k}": [] for k in range(K) for c in ("x", second)})
+        self.trace_paths = ColumnDataSource({"t": [], **{f"x{k}": [] for k in range(K)}})
+        self._path_sources = [(self.paths, PATH_ROLLOVER)] if self.dim >= 2 or self.has_momentum else []
+        if self.dim == 1:
+            self._path_sources.append((self.trace_paths, TRACE_ROLLOVER))
         n_pts = min(run.chains, run.max_points)
         self.ens = ColumnDataSource(dict(x=np.full(n_pts, np.nan), y=np.full(n_pts, np.nan),
                                          hid=np.arange(n_pts, dtype=float)), name=f"ens-{run.label}")
@@ -100,11 +150,9 @@ class RunPlots:
             if self.dim == 2:
                 axes, dens = pot.grid(151)
                 _density_image(self.main, axes, dens)
-            self.main.scatter("x", "y", source=self.ens, size=2.5, color="#333333", alpha=0.35,
-                              legend_label="ensemble")
             for k in range(K):
                 self.main.line(f"x{k}", f"y{k}", source=self.paths, color=PATH_COLORS[k % 6], line_width=1.5,
-                               alpha=0.9)
+                               alpha=0.9, level=LIVE)
         elif self.has_momentum:
             M = float(side.sampler.params.get("M", 1.0) or 1.0)
             rbox = _r_box(side)
@@ -112,19 +160,11 @@ class RunPlots:
                              y_range=Range1d(*rbox), x_axis_label="θ", y_axis_label="r")
             axes, dens = phase_density(pot, rbox, M)
             _density_image(self.main, axes, dens)
-            self.main.scatter("x", "y", source=self.ens, size=2.5, color="#333333", alpha=0.35,
-                              legend_label="ensemble")
             for k in range(K):
-                self.main.line(f"x{k}", f"r{k}", source=self.paths, color=PATH_COLORS[k % 6], line_width=1.5)
+                self.main.line(f"x{k}", f"r{k}", source=self.paths, color=PATH_COLORS[k % 6], line_width=1.5,
+                               level=LIVE)
         if self.main is not None:
-            # the highlighted chains are the first K rows of the ensemble source
-            self.main.scatter("x", "y", source=self.ens, view=CDSView(filter=IndexFilter(list(range(K)))), size=9,
-                              fill_color=linear_cmap("hid", PATH_COLORS[:K], -0.5, K - 0.5), line_color="black",
-                              legend_label="highlighted chains")
-            self.main.legend.location = "top_left"
-            self.main.legend.background_fill_alpha = 0.6
-            self.main.legend.label_text_font_size = "8pt"
-            self.main.legend.click_policy = "hide"
+            self._add_ensemble(K)
             self.main.name = f"main-{run.label}"
             self.figures.append(self.main)
 
@@ -132,10 +172,11 @@ class RunPlots:
         if self.dim == 1:
             self.trace = _fig(f"{self.title} — trace of θ" if self.main is None else "trace of θ",
                               MAIN_HEIGHT if self.main is None else 180, y_range=Range1d(*pot.box[0]),
-                              x_axis_label="step", y_axis_label="θ")
+                              x_range=Range1d(0, TRACE_ROLLOVER + TRACE_AHEAD), x_axis_label="step", y_axis_label="θ")
             self.trace.name = f"trace-{run.label}"
             for k in range(K):
-                self.trace.line("t", f"x{k}", source=self.paths, color=PATH_COLORS[k % 6], line_width=1.2)
+                self.trace.line("t", f"x{k}", source=self.trace_paths, color=PATH_COLORS[k % 6], line_width=1.2,
+                                level=LIVE)
             self.figures.append(self.trace)
 
         self.marginals, self.log_hist = [], None
@@ -151,9 +192,21 @@ class RunPlots:
             self._add_log_marginal(run)
 
         self._y_ends = [fig.y_range.end for fig in self.marginals]
-        self.metrics = Div(text="", sizing_mode="stretch_width", name=f"metrics-{run.label}",
-                           styles={"font-size": "13px"})
+        self.metrics = pn.pane.HTML("", sizing_mode="stretch_width", disable_math=True, margin=(5, 10),
+                                    styles={"font-size": "13px"})
         self.reset(run)
+
+    def _add_ensemble(self, K):
+        """The ensemble's points and, on top, the highlighted chains: the first K rows of the same source."""
+        main = self.main
+        ens = main.scatter("x", "y", source=self.ens, level=LIVE, **ENSEMBLE_STYLE)
+        highlighted = main.scatter("x", "y", source=self.ens, view=CDSView(filter=IndexFilter(list(range(K)))),
+                                   fill_color=linear_cmap("hid", PATH_COLORS[:K], -0.5, K - 0.5), level=LIVE,
+                                   **HIGHLIGHT_STYLE)
+        _legend(main, [("ensemble", ens, main.scatter(*NAN_ROW, **ENSEMBLE_STYLE)),
+                       ("highlighted chains", highlighted,
+                        main.scatter(*NAN_ROW, fill_color=PATH_COLORS[0], **HIGHLIGHT_STYLE))],
+                "top_left", click_hide=True)
 
     def _add_marginal(self, run, i):
         pot = run.pot
@@ -166,13 +219,8 @@ class RunPlots:
         peak = float(np.nanmax(ys)) if np.isfinite(ys).any() and np.nanmax(ys) > 0 else 1.0
         p = _fig(f"marginal of {coord}: samples vs exact", MARGINAL_HEIGHT, x_range=Range1d(edges[0], edges[-1]),
                  y_range=Range1d(0, 1.25 * peak), x_axis_label=coord, y_axis_label="density")
-        p.quad(left=f"left{i}", right=f"right{i}", top=f"top{i}", bottom=0, source=self.hist, fill_color=self.color,
-               fill_alpha=0.45, line_color=self.color, line_alpha=0.6, legend_label="samples")
-        if marg is not None:
-            p.line(xs, ys, color="black", line_width=2, legend_label="exact")
-        p.legend.location = "top_right"
-        p.legend.label_text_font_size = "8pt"
-        p.legend.background_fill_alpha = 0.6
+        self._add_histogram(p, dict(left=f"left{i}", right=f"right{i}", top=f"top{i}", source=self.hist),
+                            (xs, ys) if marg is not None else None, "top_right")
         self.marginals.append(p)
         self.figures.append(p)
 
@@ -186,24 +234,22 @@ class RunPlots:
                  y_axis_label="density of log₁₀ θ")
         src = ColumnDataSource(dict(left=edges[:-1], right=edges[1:], top=np.zeros(len(edges) - 1)),
                                name=f"hist-{run.label}-log")
-        p.quad(left="left", right="right", top="top", bottom=0, source=src, fill_color=self.color, fill_alpha=0.45,
-               line_color=self.color, line_alpha=0.6, legend_label="samples")
-        p.line(lm["x"], lm["exact"], color="black", line_width=2, legend_label="exact")
-        p.legend.location = "top_left"
-        p.legend.label_text_font_size = "8pt"
+        self._add_histogram(p, dict(left="left", right="right", top="top", source=src), (lm["x"], lm["exact"]),
+                            "top_left")
         self.log_hist = src
         self.marginals.append(p)
         self.figures.append(p)
 
-    def _empty_paths(self, K, run):
-        d = {"t": []}
-        for k in range(K):
-            d[f"x{k}"] = []
-            if run.dim >= 2:
-                d[f"y{k}"] = []
-            if run.has_momentum:
-                d[f"r{k}"] = []
-        return d
+    def _add_histogram(self, fig, columns, exact, location):
+        """Bars of the samples' histogram and, over them, the exact curve (xs, ys) if known; both live
+        (on the overlay level) so that the curve stays on top of the bars."""
+        style = dict(fill_color=self.color, fill_alpha=0.45, line_color=self.color, line_alpha=0.6)
+        bars = fig.quad(bottom=0, level=LIVE, **columns, **style)
+        nan = NAN_ROW[0]
+        entries = [("samples", bars, fig.quad(left=nan, right=nan, top=nan, bottom=nan, **style))]
+        if exact is not None:
+            entries.append(("exact", fig.line(*exact, color="black", line_width=2, level=LIVE), None))
+        _legend(fig, entries, location)
 
     def rebind(self, run: LiveRun, side) -> None:
         """Show a new run of the same structure: new titles, emptied sources, ranges as first drawn."""
@@ -218,26 +264,36 @@ class RunPlots:
 
     # -- layout ---------------------------------------------------------------------
     def layout(self):
-        # styles on the Bokeh model itself: Panel's FlexBox lays out this model, not a wrapper
-        return column(*self.figures, self.metrics, sizing_mode="stretch_width",
-                      styles={"flex": "1 1 400px", "min-width": "0"})
+        # styles on the column itself: Panel's FlexBox lays out this column, not a wrapper
+        return pn.Column(pn.pane.Bokeh(column(*self.figures, sizing_mode="stretch_width"), sizing_mode="stretch_width"),
+                         self.metrics, sizing_mode="stretch_width", styles={"flex": "1 1 400px", "min-width": "0"})
+
+    def show_metrics(self, m: dict) -> None:
+        self.metrics.object = metrics_html(m, self.label, self.color, self.title)
 
     # -- data -------------------------------------------------------------------------
     def reset(self, run: LiveRun):
-        self.paths.data = self._empty_paths(self.K, run)
+        for src, _ in self._path_sources:
+            src.data = {c: [] for c in src.column_names}
+        if self.trace is not None:
+            self.trace.x_range.update(start=0, end=TRACE_ROLLOVER + TRACE_AHEAD)
         self.update(run)
 
     def update(self, run: LiveRun, metrics_extra: dict | None = None, text: bool = True) -> dict:
         """Push this frame's aggregates into the sources; returns the metrics shown.
 
-        text=False leaves the metrics panel as it is: a changed Div makes the browser lay out the
-        whole page again (measured: 25 Div updates a second hold headless Chromium to ~8 frames a
-        second, against ~40 without), so the frame loop refreshes the numbers a few times a second."""
+        text=False leaves the metrics panel as it is: the frame loop refreshes the numbers a few times
+        a second, which is as fast as they can be read (and each refresh costs the browser ~8 ms)."""
         rows = run.take_path_points()
         if len(rows):
-            self.paths.stream(self._path_columns(run, rows), rollover=TRACE_ROLLOVER if self.dim == 1 else PATH_ROLLOVER)
+            cols = self._path_columns(run, rows)
+            for src, rollover in self._path_sources:
+                src.stream({c: cols[c] for c in src.column_names}, rollover=rollover)
+            if self.trace is not None:
+                self._scroll_trace(rows[-1, 0])
         if self.main is not None:
-            self.ens.data.update(run.ensemble_points())
+            # float32 halves the largest part of a frame's message; the screen needs no more precision
+            self.ens.data.update({k: v.astype(np.float32) for k, v in run.ensemble_points().items()})
         dens, _, _ = run.histograms()
         n_marg = len(self.marginals) - (1 if self.log_hist is not None else 0)
         self.hist.data.update({f"top{i}": dens[i].tolist() for i in range(n_marg)})
@@ -252,8 +308,15 @@ class RunPlots:
             m.update(metrics_extra)
         self.last_metrics = m
         if text:
-            self.metrics.text = metrics_html(m, run.label, self.color, self.title)
+            self.show_metrics(m)
         return m
+
+    def _scroll_trace(self, t):
+        """Move the trace's window on only when its newest step runs past the end. A moving axis makes
+        BokehJS redraw the whole figure, where new points alone redraw only the lines' layer."""
+        xr = self.trace.x_range
+        if t > xr.end:
+            xr.update(start=t - TRACE_ROLLOVER, end=t + TRACE_AHEAD)
 
     def _path_columns(self, run, rows):
         w = run.path_width
@@ -321,27 +384,36 @@ class KLHistory:
         self.fig = _fig("KL to the exact density (log scale)", 200, y_axis_type="log", x_axis_label="step",
                         y_axis_label="KL")
         self.fig.name = "kl-history"
-        self.sources = []
+        self.sources, entries = [], []
         for run, label in zip(runs, labels):
             src = ColumnDataSource(dict(t=[], kl=[]), name=f"kl-{run.label}")
-            self.fig.line("t", "kl", source=src, color=RUN_COLORS.get(run.label, "#1f77b4"), line_width=2,
-                          legend_label=label)
+            style = dict(color=RUN_COLORS.get(run.label, "#1f77b4"), line_width=2)
+            entries.append((label, self.fig.line("t", "kl", source=src, **style), self.fig.line(*NAN_ROW, **style)))
             self.sources.append(src)
-        self.fig.legend.location = "top_right"
-        self.fig.legend.label_text_font_size = "8pt"
+        self.legend = _legend(self.fig, entries, "top_right")
+        self.reset(labels)
+        _browser_only(self.fig.x_range, self.fig.y_range)
 
     def reset(self, labels):
-        for src, item, label in zip(self.sources, self.fig.legend.items, labels):
+        for src, item, label in zip(self.sources, self.legend.items, labels):
             src.data = dict(t=[], kl=[])
             item.label = dict(value=label)
+        self._pending = [[] for _ in self.sources]
 
-    EVERY = 5   # frames between points: the curve needs no more, and each point is one more message per session
+    EVERY = 5        # frames between points: the curve needs no more
+    PUSH_EVERY = 2   # points sent together: each push redraws the whole figure, as its ranges follow the data
 
     def update(self, metrics_list, force: bool = False):
         self._n = getattr(self, "_n", -1) + 1
         if self._n % self.EVERY and not force:
             return
-        for src, m in zip(self.sources, metrics_list):
+        for pending, m in zip(self._pending, metrics_list):
             kl = m.get("kl")
             if kl is not None and np.isfinite(kl) and kl > 0 and m.get("accumulating"):
-                src.stream(dict(t=[m["t"]], kl=[kl]), rollover=2000)
+                pending.append((m["t"], kl))
+        if force or self._n % (self.EVERY * self.PUSH_EVERY) == 0:
+            for src, pending in zip(self.sources, self._pending):
+                if pending:
+                    t, kl = zip(*pending)
+                    src.stream(dict(t=list(t), kl=list(kl)), rollover=2000)
+                    pending.clear()

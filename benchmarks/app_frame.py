@@ -1,10 +1,12 @@
 """Server-side cost of one frame of the lab: advance the chains, aggregate, update the sources.
 
-Prints figures (not a test). A frame is what the periodic callback does: `LabView.tick()`,
-i.e. Lab.frame() (advance `speed` steps, accumulating histograms, paths and the ESS trace)
-plus pushing the aggregates into the Bokeh ColumnDataSources of a real Document. The Bokeh
-patch message the server would send is built and serialised separately (its cost and size
-are printed too). CPU time of this process, median over frames.
+Prints figures (not a test). A frame is what the frame loop does: `LabView.tick()`, i.e.
+Lab.frame() (advance `speed` steps, accumulating histograms, paths and the ESS trace) plus
+pushing the aggregates into the Bokeh ColumnDataSources of the whole app's Document (the page
+a browser gets). The one PATCH-DOC message a loaded page receives per frame is built and
+serialised separately (its cost and size, binary buffers included, are printed too). Bokeh's
+serialiser indexes every model of the document for each message, so its cost depends on the
+whole page, not only on what changed. CPU time of this process, median over frames.
 
     python benchmarks/app_frame.py [--frames 60]
 """
@@ -22,17 +24,16 @@ import panel as pn  # noqa: E402
 from bokeh.document import Document  # noqa: E402
 from bokeh.protocol import Protocol  # noqa: E402
 
-from app.model import Lab, LabConfig  # noqa: E402
-from app.views.lab import LabView  # noqa: E402
+from app.views.app import AppView  # noqa: E402
 
 CASES = [("1-D", "double-well", "sghmc"), ("2-D", "banana", "sghmc")]
 
 
 def measure(potential, sampler, chains, speed, frames):
-    lab = Lab(LabConfig(potential=potential, sampler=sampler, chains=chains, speed=speed, burn=10))
-    view = LabView(lab)
+    app = AppView(f"?pot={potential}&s={sampler}&n={chains}&speed={speed}&burn=10")
+    view, lab = app.lab_view, app.lab
     doc = Document()
-    doc.add_root(pn.panel(view).get_root(doc))
+    doc.add_root(pn.panel(app).get_root(doc))
     events = []
     doc.on_change(lambda event: events.append(event))
     view._doc = doc                      # the frame loop's document, without a server to schedule frames
@@ -50,7 +51,7 @@ def measure(potential, sampler, chains, speed, frames):
         t1 = time.process_time()
         msg = protocol.create("PATCH-DOC", events)
         nbytes = len(msg.header_json) + len(msg.metadata_json) + len(msg.content_json) + \
-            sum(len(b.data) for b in msg.buffers)
+            sum(len(b.to_bytes()) for b in msg.buffers)
         ser.append(time.process_time() - t1)
         size.append(nbytes)
     assert lab.playing, lab.message

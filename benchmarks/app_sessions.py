@@ -1,14 +1,17 @@
 """How many updates per second one `panel serve app` process sustains for 1, 5 and 10 sessions.
 
 Prints figures (not a test). Starts the server on a free port on 127.0.0.1, opens N sessions
-that autoplay (`?play=1`), counts for each the frames that arrive (one metrics-panel update per
-frame) over a fixed window, and reads the server's CPU time from /proc.
+that autoplay (`?play=1`), counts for each the frames that arrive (each frame replaces the
+histogram's heights) over a fixed window, and reads the server's CPU time from /proc.
 
 * clients = protocol: minimal Bokeh-protocol websocket clients in this process (they only count
   the frames pushed to them), so the machine's two cores are the server's: its throughput.
-* clients = browser: N headless Chromium pages (Debian's chromium via Playwright), counting the
-  updates the page actually receives and renders; with 10 pages the browsers compete with the
-  server for the same two cores.
+* clients = browser: N headless Chromium pages (Debian's chromium via Playwright, software
+  rendering), counting at each animation frame whether the histogram has changed since the last:
+  the updates the page shows (BokehJS repaints in animation frames too, so frames that arrive
+  faster than the page can draw them merge and count once). With 10 pages the browsers compete
+  with the server for the same two cores, and each page's drawing costs more than its frames
+  cost the server.
 
     python benchmarks/app_sessions.py [--clients protocol|browser|both] [--seconds 8] [--chains 1000]
 """
@@ -38,10 +41,16 @@ def query(args) -> dict:
     return {"pot": args.potential, "s": args.sampler, "n": str(args.chains), "speed": str(args.speed), "play": "1"}
 
 
+# what BokehJS sends once the page has rendered: Panel counts the session as loaded from then on
+DOCUMENT_READY = json.dumps({"events": [{"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
+    "type": "event", "name": "document_ready", "values": {"type": "map"}}}]})
+
+
 class ProtocolClient:
-    """A minimal Bokeh-protocol websocket client: enough to subscribe to a session and count the
-    frames the server pushes. (bokeh.client's own state machine recurses once per message and
-    overflows the stack after about a thousand messages, so it cannot watch a live lab.)"""
+    """A minimal Bokeh-protocol websocket client: enough to subscribe to a session, announce it
+    loaded as a browser does, and count the frames the server pushes. (bokeh.client's own state
+    machine recurses once per message and overflows the stack after about a thousand messages, so it
+    cannot watch a live lab.)"""
 
     def __init__(self, server: AppServer, args):
         from urllib.parse import urlencode
@@ -75,6 +84,8 @@ class ProtocolClient:
                     await ws.write_message(part)
             elif kind == "PULL-DOC-REPLY":
                 self.hist_id = _find_named(json.loads(content), "hist-A")
+                for part in (json.dumps({"msgid": "2", "msgtype": "PATCH-DOC"}), "{}", DOCUMENT_READY):
+                    await ws.write_message(part)
             elif kind == "PATCH-DOC" and self.hist_id and f'"id":"{self.hist_id}"' in content:
                 self.frames += 1      # the histogram changes once per frame
         ws.close()

@@ -8,6 +8,7 @@ self-scheduled one just runs a little later.) The loop stops with the session.
 """
 from __future__ import annotations
 
+import contextlib
 import html
 import time
 
@@ -17,7 +18,7 @@ from panel.viewable import Viewer
 
 from ..exports import samples_csv, samples_npz
 from ..model import RESIDUAL_OK, Lab
-from ..plots import KLHistory, RunPlots, metrics_html
+from ..plots import KLHistory, RunPlots
 from .controls import CompareControls, PotentialPicker, RunControls, SamplerPicker
 from .recipe_editor import RecipeEditor, residual_badge
 
@@ -120,8 +121,8 @@ class LabView(Viewer):
         # the browser before Panel (which sends new models on the next tick) has sent the models
         self.plots = [RunPlots(run, side, run.label, log_view) for run, side in zip(lab.runs, lab.sides)]
         for p, side in zip(self.plots, lab.sides):
-            p.metrics.text = metrics_html(p.last_metrics | self._extra(side), p.label, p.color, p.title)
-        self.plot_area.objects = [pn.pane.Bokeh(p.layout(), sizing_mode="stretch_width") for p in self.plots]
+            p.show_metrics(p.last_metrics | self._extra(side))
+        self.plot_area.objects = [p.layout() for p in self.plots]
         self._fresh = True            # the next frame waits one round, for Panel to send the new figures
         if self.kl is None or len(self.kl.sources) != len(self.plots):
             self.kl = KLHistory(lab.runs, [p.title for p in self.plots]) if self.plots else None
@@ -203,23 +204,37 @@ class LabView(Viewer):
         if "_rebuild_plots" in self._scheduled or self._fresh:   # the figures of the new runs are not up yet
             self._fresh = False
             return
-        doc = self._doc
-        if doc is not None:
-            doc.hold("combine")
         self._in_tick = True
         try:
-            self.lab.frame()
-            self._push_metrics()
+            with self._one_message():
+                self.lab.frame()
+                self._push_metrics()
         except Exception as err:   # never let a frame kill the session: pause and say why
             self.lab.playing = False
             self.lab.level = "danger"
             self.lab.message = f"the run stopped: {err}"
         finally:
             self._in_tick = False
-            if doc is not None:
-                doc.unhold()
         self.frames += 1
         self.frame_seconds += time.perf_counter() - t0
+
+    @contextlib.contextmanager
+    def _one_message(self):
+        """Collect the frame's changes and send them as one PATCH-DOC message. Bokeh's own hold sends
+        one message per changed source on release, and each message costs ~1 ms of server CPU whatever
+        its size (its serialiser first indexes every model of the page). Panel's `unlocked` writes them
+        as one message once the page has loaded; before that (or without a server) it holds nothing,
+        so the frame holds the document itself and Bokeh sends the changes as it always does."""
+        doc = self._doc
+        with pn.io.unlocked():
+            held_here = doc is not None and not doc.callbacks.hold_value
+            if held_here:
+                doc.hold("combine")
+            try:
+                yield
+            finally:
+                if held_here:
+                    doc.unhold()
 
     # -- messages and exports ---------------------------------------------------------
     def _show_messages(self, *_):
