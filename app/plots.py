@@ -125,6 +125,8 @@ class RunPlots:
         self.color = RUN_COLORS.get(run.label, "#1f77b4")
         pot = run.pot
         self.dim = pot.dim
+        # simplex targets are shown as omega = theta / sum(theta), the probabilities (see LiveRun)
+        self.var = "ω" if getattr(pot, "theta_view", None) is not None else "θ"
         self.has_momentum = run.has_momentum
         K = len(run.path_chains)
         self.K = K
@@ -145,8 +147,9 @@ class RunPlots:
 
         self.main = None
         if self.dim >= 2:
-            self.main = _fig(f"{self.title} — θ₁, θ₂", MAIN_HEIGHT, x_range=Range1d(*pot.box[0]),
-                             y_range=Range1d(*pot.box[1]), x_axis_label="θ₁", y_axis_label="θ₂")
+            v = self.var
+            self.main = _fig(f"{self.title} — {v}₁, {v}₂", MAIN_HEIGHT, x_range=Range1d(*pot.box[0]),
+                             y_range=Range1d(*pot.box[1]), x_axis_label=f"{v}₁", y_axis_label=f"{v}₂")
             if self.dim == 2:
                 axes, dens = pot.grid(151)
                 _density_image(self.main, axes, dens)
@@ -211,7 +214,7 @@ class RunPlots:
     def _add_marginal(self, run, i):
         pot = run.pot
         edges = run.edges[i]
-        coord = "θ" if self.dim == 1 else f"θ{'₁₂'[i]}"
+        coord = self.var if self.dim == 1 else f"{self.var}{'₁₂'[i]}"
         # fixed ranges: a DataRange1d would send its recomputed end back to the server every frame
         xs = np.linspace(edges[0], edges[-1], 400)
         marg = pot.marginals.get(i)
@@ -228,10 +231,10 @@ class RunPlots:
         lm = run.log_marginal
         k = lm["index"] + 1
         edges = lm["edges"]
-        p = _fig(f"log₁₀ of a small component, θ{k}: samples vs exact", MARGINAL_HEIGHT,
+        p = _fig(f"log₁₀ of a small component, {self.var}{k}: samples vs exact", MARGINAL_HEIGHT,
                  x_range=Range1d(edges[0], edges[-1]), y_range=Range1d(0, 1.25 * max(float(np.max(lm["exact"])), 1e-9)),
-                 x_axis_label=f"log₁₀ θ{k}",
-                 y_axis_label="density of log₁₀ θ")
+                 x_axis_label=f"log₁₀ {self.var}{k}",
+                 y_axis_label=f"density of log₁₀ {self.var}")
         src = ColumnDataSource(dict(left=edges[:-1], right=edges[1:], top=np.zeros(len(edges) - 1)),
                                name=f"hist-{run.label}-log")
         self._add_histogram(p, dict(left="left", right="right", top="top", source=src), (lm["x"], lm["exact"]),
@@ -293,7 +296,9 @@ class RunPlots:
                 self._scroll_trace(rows[-1, 0])
         if self.main is not None:
             # float32 halves the largest part of a frame's message; the screen needs no more precision
-            self.ens.data.update({k: v.astype(np.float32) for k, v in run.ensemble_points().items()})
+            pts = run.ensemble_points()
+            pts["x"], pts["y"] = self._in_view(pts["x"], pts["y"])
+            self.ens.data.update({k: v.astype(np.float32) for k, v in pts.items()})
         dens, _, _ = run.histograms()
         n_marg = len(self.marginals) - (1 if self.log_hist is not None else 0)
         self.hist.data.update({f"top{i}": dens[i].tolist() for i in range(n_marg)})
@@ -323,12 +328,27 @@ class RunPlots:
         out = {"t": rows[:, 0].tolist()}
         for k in range(self.K):
             base = 1 + k * w
-            out[f"x{k}"] = rows[:, base].tolist()
-            if run.dim >= 2:
-                out[f"y{k}"] = rows[:, base + 1].tolist()
-            if run.has_momentum:
-                out[f"r{k}"] = rows[:, base + w - 1].tolist()
+            x = rows[:, base]
+            y = rows[:, base + 1] if run.dim >= 2 else (rows[:, base + w - 1] if run.has_momentum else None)
+            x, y = self._in_view(x, y)
+            out[f"x{k}"] = x.tolist()
+            if y is not None:
+                out[f"y{k}" if run.dim >= 2 else f"r{k}"] = y.tolist()
         return out
+
+    def _in_view(self, x, y=None):
+        """Each coordinate outside its axis's current range as NaN (a break in a line, a point not drawn).
+        The live layer is BokehJS's overlay level, which is not clipped to the plot frame: a point outside
+        would be drawn over the axes and title. Coordinates are masked one by one because θ also feeds
+        the 1-D trace, whose θ range is the same box as the main plot's."""
+        fig = self.main or self.trace
+        x = _mask_outside(x, fig.x_range if self.main is not None else fig.y_range)
+        return x, (None if y is None or self.main is None else _mask_outside(y, fig.y_range))
+
+
+def _mask_outside(v, rng):
+    lo, hi = sorted((rng.start, rng.end))
+    return np.where((v < lo) | (v > hi), np.nan, v)
 
 
 def _r_box(side) -> tuple:

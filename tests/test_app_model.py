@@ -228,3 +228,19 @@ def test_paper_figures_show_one_picture_per_figure(tmp_path):
     images, tables = list_assets(tmp_path)
     assert [p.name for p in images] == ["fig.png", "other.svg"] and [p.name for p in tables] == ["table.csv"]
     assert list_assets(tmp_path / "missing") == ([], [])
+
+
+def test_points_outside_the_view_are_not_drawn_and_simplex_axes_say_omega():
+    from app.plots import RunPlots
+    lab = lab_for(potential="double-well", sampler="sghmc", chains=50)
+    run, side = lab.runs[0], lab.sides[0]
+    plots = RunPlots(run, side, "A")
+    run.ens.z[:5, 0] = 50.0                       # far right of the θ box
+    run.ens.z[5:10, 1] = -50.0                    # far below the r box
+    plots.update(run)
+    x, y = np.asarray(plots.ens.data["x"]), np.asarray(plots.ens.data["y"])
+    assert np.isnan(x[:5]).all() and np.isnan(y[5:10]).all()
+    assert np.isfinite(x[5:]).all() and np.isfinite(y[:5]).all()     # each coordinate masked on its own axis
+    simplex = lab_for(potential="sparse-dirichlet", sampler="scir", chains=20, batch=10)
+    title = RunPlots(simplex.runs[0], simplex.sides[0], "A").main.title.text
+    assert "ω₁, ω₂" in title and "θ" not in title
