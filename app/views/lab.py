@@ -1,8 +1,8 @@
 """The lab page: controls on the left, live plots and metrics on the right, the recipe below.
 
 The frame loop runs only while playing, on this session's document: each frame advances the
-runs and updates the ColumnDataSources directly, inside one document hold, then schedules the
-next frame FRAME_MS after its own start. (A fixed-period periodic callback skips a whole period
+runs and updates the ColumnDataSources directly, all sent to the page as one message (see
+`_one_message`), then schedules the next frame FRAME_MS after its own start. (A fixed-period periodic callback skips a whole period
 whenever a frame ends late, which under load with many sessions halves the frame rate; a
 self-scheduled one just runs a little later.) The loop stops with the session.
 """
