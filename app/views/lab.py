@@ -52,6 +52,9 @@ class LabView(Viewer):
                                          css_classes=["lab-blocked"], margin=(5, 10))
         self.plot_area = pn.FlexBox(sizing_mode="stretch_width", flex_wrap="wrap", css_classes=["plot-area"])
         self.kl_area = pn.Column(sizing_mode="stretch_width")
+        self.main = pn.Column(self.alert, self.block_alert, self.plot_area, self.kl_area,
+                              sizing_mode="stretch_width", styles={"flex": "1 1 600px", "min-width": "0"},
+                              css_classes=["lab-main"])
         if not compact:
             self._build_page()
         self._scheduled = set()
@@ -81,9 +84,7 @@ class LabView(Viewer):
         self.editor = RecipeEditor(lab)
         self.recipe_card = pn.Card(self.editor, title="Recipe (H, D, Q) of sampler A — edit D and Q",
                                    sizing_mode="stretch_width", collapsed=False, css_classes=["recipe-card"])
-        self.main = pn.Column(self.alert, self.block_alert, self.plot_area, self.kl_area, self.recipe_card,
-                              sizing_mode="stretch_width", styles={"flex": "1 1 600px", "min-width": "0"},
-                              css_classes=["lab-main"])
+        self.main.append(self.recipe_card)
 
     def _with_lock(self, fn):
         """Run fn where it may touch Bokeh models directly. Panel runs widget callbacks without the
@@ -254,13 +255,9 @@ class LabView(Viewer):
         return samples_npz(self.lab.runs, to_query(self.cfg))
 
     def __panel__(self):
-        if self.compact:
-            # the same flex nesting as the full page: in plain nested Columns BokehJS lays the figures out at zero width
-            main = pn.Column(self.alert, self.block_alert, self.plot_area, self.kl_area, sizing_mode="stretch_width",
-                             styles={"flex": "1 1 600px", "min-width": "0"})
-            return pn.FlexBox(main, flex_wrap="wrap", sizing_mode="stretch_width")
-        return pn.FlexBox(self.controls, self.main, flex_wrap="wrap", sizing_mode="stretch_width",
-                          css_classes=["lab-page"])
+        # compact keeps the page's flex nesting: in plain nested Columns BokehJS lays the figures out at zero width
+        parts = [self.main] if self.compact else [self.controls, self.main]
+        return pn.FlexBox(*parts, flex_wrap="wrap", sizing_mode="stretch_width", css_classes=["lab-page"])
 
 
 __all__ = ["LabView", "residual_badge"]
