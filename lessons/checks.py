@@ -624,7 +624,7 @@ def _gaussian_kl(S, T) -> float:
 
 def qnhmc_flow(quick: bool = False) -> dict:
     """The continuous flows of Eq. (4) and Eq. (7) on a correlated Gaussian (Sigma = 11^T + 4I, d = 10,
-    B = C = Sigma, the inverse Hessian BFGS converges to, M = I), started at the target. Both flows
+    B = C = Sigma, the inverse Hessian the updates converge to, M = I), started at the target. Both flows
     are linear, z_t = e^{tL} z_0, so everything is exact: the naive flow keeps volume (entropy
     change log det e^{tL} = t tr L = 0) yet drives the law away from exp(-H) (KL > 0); the skew flow
     keeps KL = 0."""
@@ -656,7 +656,7 @@ def qnhmc_flow(quick: bool = False) -> dict:
 
 def qnhmc_ess(quick: bool = False) -> dict:
     """Fu et al.'s comparison on a correlated Gaussian (d = 10, Sigma = 11^T + 4I), chains started at
-    the target, B learnt by BFGS during a burn-in and then frozen (adapt): the ESS of theta projected
+    the target, B learnt from the pairs during a burn-in and then frozen (adapt): the ESS of theta projected
     on 1 (the long axis) per proposal for HMC and QNHMC at the paper's eps = 0.01, L = 10; HMC with a
     step size tuned to its own stability limit; and the law of naive QNHMC (Eq. 4 without Metropolis)."""
     missing = _missing("hmc", "qnhmc", "qnhmc-naive")

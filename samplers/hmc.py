@@ -6,7 +6,8 @@ accept/reject), vectorised over chains:
 * ``hmc``: seed 002, Algorithm 1 (Neal 2011), acceptance min{1, exp(H0 - H1)} (seeds erratum 4).
 * ``qnhmc``: seed 002, Algorithm 2. The dynamics are Eq. (7), theta' = C M^-1 p, p' = -C grad U,
   with C = B frozen for the whole proposal. B, an approximation of the inverse Hessian, is updated
-  by BFGS (Eq. 1) from the leapfrog's (s, y) pairs; on rejection it is reset to C (line 22).
+  by BFGS (Eq. 1) from the leapfrog's (s, y) pairs (SR1 by default for a dense B, see below); on
+  rejection it is reset to C (line 22).
   In the recipe this is D = 0, Q = [[0, -C], [C, 0]]: Theorem 3 is Theorem 1 of the recipe paper.
 * ``qnhmc-naive``: seed 002, Eq. (4), p' = -B grad U with the position update left unscaled.
   Its flow does not conserve H (dH/dt = p^T M^-1 (I - B) grad U), so exp(-H) is not invariant
@@ -25,32 +26,35 @@ benchmarks/qnhmc_gaussian100d.py):
 * The pairs are (q_{i+1} - q_i, grad U(q_{i+1}) - grad U(q_i)) for the L position moves of a
   trajectory; Algorithm 2's first update (line 7) has no pair yet and is skipped.
 * B learns only from exact gradients (a noisy oracle leaves B at its initial I or B0 I: QNHMC is then HMC).
-* Pairs with s^T y <= 0, or that would put an inverse curvature above B_CAP into B, are skipped,
-  and a divergent trajectory (|H1 - H0| > 1000) restarts B from its initial value instead of keeping C: on the
+* Pairs that would put an inverse curvature above B_CAP into B are skipped (BFGS also skips s^T y <= 0,
+  SR1 a vanishing denominator), and a divergent trajectory (|H1 - H0| > 1000) restarts B from its initial value instead of keeping C: on the
   double well, Algorithm 2 as printed otherwise freezes chains with a B learnt near an inflection.
 * Theorem 4 does not hold as argued: B is learnt from the chain's own trajectory, so C depends on
   where the chain is. On a Gaussian B converges to Sigma and the bias fades; on the double well
   E[theta^2] comes out near 1.8 instead of 0.83. `adapt=n` freezes B after n proposals (a fixed,
   valid kernel per chain from then on).
 * The initial B. Algorithm 2 starts from B = I, the scale of theta's units. By default (B0 = auto)
-  B = I serves the first trajectory only: before a chain's first BFGS update it becomes (s^T y / y^T y) I
+  B = I serves the first trajectory only: before a chain's first update it becomes (s^T y / y^T y) I
   from that pair (Nocedal & Wright Eq. 6.20; the L-BFGS path scales by its newest pair, Eq. 7.20), and
   after a restart the next pair rescales it. B0 = b fixes B = b I instead (B0 = 1: Algorithm 2 as printed).
-* What no initial scale from pairs fixes. On a quadratic with exact pairs, Eq. (1) maps the error
-  E = B - Sigma to P^T E P with P = I - rho y s^T, a congruence: E never gains a negative eigenvalue, so a
-  B that starts below Sigma stays below it, and one that starts above stays above (B - Sigma >= 0, which
-  the sampler's own pairs remove quickly). s^T y / y^T y is a Rayleigh quotient of Sigma weighted to
-  where the pairs point; on the 100-d Gaussian (Sigma's eigenvalues 4, and 104 along 1) it is ~4, so B
-  starts 100 short along 1. While BFGS grows B along 1 (a few hundred proposals from a far start), pairs
-  that mix 1 with the direction the chain drifts along carry part of that deficit into the drift direction:
-  B's smallest eigenvalue falls to ~0.5 there (Sigma: 4), the chain barely moves along it, and U stays
-  ~50 above its stationary median for ~1000 proposals (benchmarks/qnhmc_gaussian100d.py, seeds 0 and 1:
-  burn-in 1175 and 890 proposals, HMC 1653 and 1465, B = I 3579 and 3077). A B that starts above Sigma's
-  bulk (B0 = 10 or 40: 141 to 162; B = Sigma from the start: ~100) has a positive bulk error, which the
-  drift's pairs remove within a few proposals. No pair-based scale sees Sigma's largest eigenvalue before
-  the chain moves along it, so such an overestimate is a choice (B0), not a measurement. L-BFGS, which
-  rescales by its newest pair every proposal and forgets older pairs, burns in within ~100 proposals but
-  learns too little along 1 (memory = 7: ESS of 1.theta ~2x HMC's; dense BFGS: >1500x).
+* The update. Algorithm 2 uses BFGS (Eq. 1, `update=bfgs`); a dense B uses the symmetric rank-one update
+  by default (SR1, N&W Eq. 6.25, `update=auto`), because on a quadratic with exact pairs BFGS traps the
+  chain during burn-in. Write E = B - Sigma and F = A^1/2 E A^1/2 (A = Sigma^-1). BFGS maps F to
+  Pi F Pi with Pi the orthogonal projection off A^1/2 s: |F| never grows, but an error the pairs do not
+  see is rotated, not removed. On the 100-d Gaussian (Sigma's eigenvalues 4, and 104 along 1) any
+  B0 <= 4 starts with F ~ -f f^T, |f|^2 ~ 0.96, along 1; while the chain drifts towards the mode its pairs
+  barely move along 1, so each update turns f away from where the chain moves, into the bulk. B's
+  eigenvalue along f falls to ~0.5 (Sigma: 4), the chain hardly moves along it because C is small there,
+  and U stays ~50 above its stationary median for ~1000 proposals. SR1 maps E to
+  E - (E y)(E y)^T / (y^T E y) instead: an error of rank one is gone after one pair that sees it, and
+  nothing the pair does not see moves. Measured (benchmarks/qnhmc_gaussian100d.py, seeds 0 and 1,
+  20 chains from 10 N(0, I)): burn-in 101 and 98 proposals with SR1 (77 to 120 for B0 = 1, auto or 10),
+  1175 and 890 with BFGS from the auto scale, 3579 and 3077 with BFGS from B = I, 149 and 141 with BFGS
+  from B0 = 10 (a B above Sigma's bulk, a hand-picked factor), HMC 1653 and 1465; the ESS along 1 is the
+  same once B has converged. SR1's r^T y has either sign, so B may be indefinite: Eq. (7) is exact for
+  any symmetric C, and the dynamics feel C^2 (theta'' = -C C grad U for M = I). L-BFGS is BFGS only; it
+  rescales by its newest pair every proposal and forgets old pairs, so it burns in fast (~100) but
+  learns too little along 1 (memory = 7: ESS of 1.theta ~2x HMC's; dense: >1500x).
 """
 from __future__ import annotations
 
@@ -66,6 +70,7 @@ from .registry import SamplerError, SamplerSpec, register
 AUTO_DENSE_MAX_DIM = 200   # dense BFGS up to this dimension (the paper's 100-d example uses BFGS)
 AUTO_MEMORY = 7            # L-BFGS memory above it (the paper's choice for d = 784, §5.2)
 B_CAP = 1e4                # largest inverse curvature a BFGS pair may put into B (see bfgs_update)
+SR1_SKIP = 1e-8            # N&W's threshold for a vanishing SR1 denominator
 
 
 # -- acceptance and cost bookkeeping ----------------------------------------------------
@@ -143,6 +148,8 @@ def qn_aux(d, params):
     if params.get("adapt") is not None and params["adapt"] < 0:
         raise SamplerError(f"adapt must be a number of proposals >= 0 (none: adapt forever), got {params['adapt']}")
     m = qn_memory(d, params)
+    if m and params.get("update") == "sr1":
+        raise SamplerError("update = sr1 needs the dense B (memory = 0); L-BFGS is BFGS only")
     if m == 0:
         b = ["B"] if d == 1 else [f"B_{i + 1}_{j + 1}" for i in range(d) for j in range(d)]
         return _names("r", d) + b
@@ -202,6 +209,30 @@ def bfgs_update(B, s, y, ok):
     left = np.stack([s0, By0], axis=2)                               # (c, d, 2)
     right = np.stack([coef * s0 - rho * By0, -rho * s0], axis=1)     # (c, 2, d)
     return B + left @ right
+
+
+def sr1_update(B, s, y, ok):
+    """Symmetric rank one for the inverse (Nocedal & Wright Eq. 6.25): B <- B + r r^T / r^T y, r = s - B y.
+
+    On a quadratic with exact pairs the error E = B - Sigma becomes E - (E y)(E y)^T / (y^T E y): E loses the
+    part that y sees and nothing else moves, whereas Eq. (1) maps E to P^T E P and can rotate an unseen
+    deficit into the directions the chain is moving along (see the module docstring). r^T y may have either
+    sign, so B may be indefinite; C^2 is what the dynamics feel, and any symmetric C keeps Eq. (7) exact.
+    Skipped: |r^T y| < SR1_SKIP |r| |y| (N&W Eq. 6.26), a non-finite pair, and a correction above B_CAP.
+    """
+    By = batched_matvec(B, y)
+    r = s - By
+    ry = np.einsum("ci,ci->c", r, y)
+    rr = np.einsum("ci,ci->c", r, r)
+    yy = np.einsum("ci,ci->c", y, y)
+    ok = ok & np.isfinite(ry) & np.isfinite(rr) & (np.abs(ry) > SR1_SKIP * np.sqrt(rr * yy)) & (rr < B_CAP * np.abs(ry))
+    r0 = np.where(ok[:, None], r, 0.0)
+    coef = np.where(ok, 1.0 / np.where(ok, ry, 1.0), 0.0)
+    return B + coef[:, None, None] * r0[:, :, None] * r0[:, None, :]
+
+
+QN_UPDATES = dict(bfgs=bfgs_update, sr1=sr1_update)
+QN_UPDATE_CHOICES = ("auto", "sr1", "bfgs")   # auto: SR1 for a dense B, BFGS for L-BFGS
 
 
 def initial_scaling(B, s, y, ok, fresh):
@@ -277,6 +308,7 @@ class Curvature:
         d = s.dim
         self.d, self.m = d, qn_memory(d, s.params)
         self.auto = s["B0"] is None
+        self.update = QN_UPDATES["sr1" if s.params.get("update", "auto") == "auto" else s.params["update"]]
         c = rest.shape[0]
         if self.m == 0:
             self.B = rest.reshape(c, d, d)
@@ -295,7 +327,7 @@ class Curvature:
             for s_k, y_k, ok in pairs:
                 if fresh.any():
                     B, fresh = initial_scaling(B, s_k, y_k, ok, fresh)
-                B = bfgs_update(B, s_k, y_k, ok)
+                B = self.update(B, s_k, y_k, ok)
             return B.reshape(B.shape[0], -1)
         S, Y = self.S, self.Y
         for s_k, y_k, ok in pairs:
@@ -560,20 +592,22 @@ register(SamplerSpec(
     dict(COMMON), hmc_aux, hmc_recipe, hmc_fast, init_aux=_init_momentum, family="hamiltonian",
     choices=dict(CHOICES), exact=True))
 
-QN_DOC = ("B is refreshed by BFGS (Eq. 1) from the L (s, y) pairs of the leapfrog's consecutive positions and "
-          "gradients; kept if the proposal is accepted, reset to C if it is rejected (Algorithm 2, line 22). "
+QN_DOC = ("B is refreshed from the L (s, y) pairs of the leapfrog's consecutive positions and gradients; kept if "
+          "the proposal is accepted, reset to C if it is rejected (Algorithm 2, line 22). update: bfgs = Eq. (1) as in "
+          "Algorithm 2; sr1 = symmetric rank one (Nocedal & Wright Eq. 6.25), which on a quadratic removes an error of "
+          "B the pairs see instead of rotating it into the directions the chain moves along (with BFGS the 100-d "
+          "Gaussian's burn-in is ~10x longer: samplers/hmc.py); auto = sr1 for a dense B, bfgs for L-BFGS. "
           "memory: 0 = dense B (chains × d × d), m > 0 = L-BFGS with the last m pairs, auto = dense up to "
-          f"d = {AUTO_DENSE_MAX_DIM}, else m = {AUTO_MEMORY}. B0: auto = B starts at I and, before its first BFGS "
+          f"d = {AUTO_DENSE_MAX_DIM}, else m = {AUTO_MEMORY}. B0: auto = B starts at I and, before its first "
           "update, becomes (sᵀy / yᵀy)·I from that pair (Nocedal & Wright Eq. 6.20), the target's scale instead of "
-          "the units'; a number b = B starts at b·I (1: Algorithm 2 as printed). B is learnt only from exact "
-          "gradients (a noisy oracle leaves B at its initial I or B0·I).")
+          "the units'; a number b = B starts at b·I (1 with update = bfgs: Algorithm 2 as printed). B is learnt only "
+          "from exact gradients (a noisy oracle leaves B at its initial I or B0·I).")
 register(SamplerSpec(
     "qnhmc", "QNHMC", "QNHMC paper (seed 002) Algorithm 2 with the dynamics of Eq. (7) (Theorem 3)",
     "Quasi-Newton HMC: θ̇ = C M⁻¹p, ṗ = −C∇U with C = B frozen during a proposal, leapfrog and a "
     "Metropolis test min{1, exp(H₀ − H₁)}. In the recipe: D = 0, Q = [[0, −C], [C, 0]]. " + QN_DOC,
-    dict(COMMON, memory=None, B0=None, adapt=None), qn_aux, qn_recipe, qnhmc_fast, init_aux=_init_qn,
-    family="hamiltonian",
-    choices=dict(CHOICES), exact=True))
+    dict(COMMON, memory=None, B0=None, adapt=None, update="auto"), qn_aux, qn_recipe, qnhmc_fast,
+    init_aux=_init_qn, family="hamiltonian", choices=dict(CHOICES, update=QN_UPDATE_CHOICES), exact=True))
 
 register(SamplerSpec(
     "qnhmc-naive", "naive QNHMC", "QNHMC paper (seed 002) Eq. (4) (Theorem 1 / Corollary 1)",
@@ -581,6 +615,6 @@ register(SamplerSpec(
     "conserve H (dH/dt = pᵀM⁻¹(I − B)∇U), so exp(−H) is not invariant. Runs without the Metropolis test by "
     "default (the dynamics the paper's Corollary 1 is about); metropolis=on repairs it, because the frozen-B "
     "leapfrog map is still volume preserving and reversible, at the price of a lower acceptance. " + QN_DOC,
-    dict(COMMON, metropolis="off", memory=None, B0=None, adapt=None), qn_aux, qn_recipe, qnhmc_naive_fast,
-    init_aux=_init_qn,
-    corrected="qnhmc", family="hamiltonian", choices=dict(CHOICES), exact=True))
+    dict(COMMON, metropolis="off", memory=None, B0=None, adapt=None, update="auto"), qn_aux, qn_recipe,
+    qnhmc_naive_fast, init_aux=_init_qn, corrected="qnhmc", family="hamiltonian",
+    choices=dict(CHOICES, update=QN_UPDATE_CHOICES), exact=True))

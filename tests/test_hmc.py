@@ -10,7 +10,7 @@ import pytest
 
 from samplers import diagnostics as dg
 from samplers.gradients import make_oracle
-from samplers.hmc import Curvature, LBFGSOperator, bfgs_update, current_B, fixed_c_recipe, mh_stats
+from samplers.hmc import Curvature, LBFGSOperator, bfgs_update, current_B, fixed_c_recipe, mh_stats, sr1_update
 from samplers.potentials import gaussian_nd, get_potential
 from samplers.registry import Sampler, SamplerError
 from samplers.run import run
@@ -124,7 +124,7 @@ def test_automatic_b0_scales_the_identity_by_the_first_kept_pair():
     d = 3
     A = np.diag([0.5, 2.0, 8.0])
     pot = gaussian_nd("gaussian-3d", np.linalg.inv(A), "", "")
-    auto, fixed = sampler("qnhmc", pot), sampler("qnhmc", pot, B0=1.0)
+    auto, fixed = sampler("qnhmc", pot, update="bfgs"), sampler("qnhmc", pot, B0=1.0, update="bfgs")
     assert auto["B0"] is None
     rng = np.random.default_rng(3)
     s0, s1, s2 = rng.normal(size=(3, 2, d))
@@ -150,6 +150,69 @@ def test_automatic_b0_scales_the_identity_by_the_first_kept_pair():
     np.testing.assert_array_equal(current_B(sampler("qnhmc", pot, memory=2), z), np.broadcast_to(np.eye(d), (4, d, d)))
 
 
+def test_sr1_removes_the_error_bfgs_rotates():
+    """With y = A s, SR1 maps E = B - Sigma to E - (E y)(E y)^T / (y^T E y): a rank-one deficit along 1 (B0 = 4 I
+    against the spectrum of 11^T + 4I) is gone after one pair that sees it, and a pair that does not see it
+    (y^T E = 0) changes nothing. BFGS with the same pairs keeps the deficit and turns it into the directions the
+    pairs moved along: B's smallest eigenvalue falls below the bulk's 4 (why its burn-in stalls, samplers/hmc.py)."""
+    rng = np.random.default_rng(5)
+    d = 6
+    Sigma = np.diag([104.0] + [4.0] * (d - 1))
+    A = np.linalg.inv(Sigma)
+    ok = np.ones(1, bool)
+    s_blind = np.zeros((1, d))
+    s_blind[0, 1:] = rng.normal(size=d - 1)                  # moves in the bulk only: y^T E = 0
+    B = 4.0 * np.eye(d)[None]
+    np.testing.assert_allclose(sr1_update(B, s_blind, s_blind @ A, ok), B, atol=1e-12)
+    s = rng.normal(size=(1, d))
+    np.testing.assert_allclose(sr1_update(B, s, s @ A, ok)[0], Sigma, rtol=1e-10, atol=1e-9)
+    Bb = B
+    for _ in range(20):   # pairs mostly in the bulk, a little along 1: the chain drifting to the mode
+        s = rng.normal(size=(1, d)) * np.array([0.1] + [1.0] * (d - 1))
+        Bb = bfgs_update(Bb, s, s @ A, ok)
+    assert np.linalg.eigvalsh(Bb[0]).min() < 3.9                    # exactly 4 if the deficit stayed along 1
+    assert np.linalg.eigvalsh(Bb[0] - Sigma).min() < -10.0          # the deficit is still there
+    # a vanishing denominator, NaN, or a correction above B_CAP is skipped, chain by chain
+    B3 = np.tile(np.eye(d), (3, 1, 1))
+    s3 = rng.normal(size=(3, d))
+    y3 = s3.copy()                                  # r = s - B y = 0 for chain 0
+    y3[1] = np.nan
+    y3[2] = s3[2] * 1e-9                             # r ~ s, r^T y ~ 1e-9 |s|^2: a huge correction
+    np.testing.assert_array_equal(sr1_update(B3, s3, y3, np.ones(3, bool)), B3)
+
+
+def test_sr1_learns_the_inverse_hessian_of_a_quadratic():
+    """N&W Thm 6.1: with d linearly independent exact pairs SR1 recovers A^-1 exactly, symmetric, secant B y = s."""
+    rng = np.random.default_rng(0)
+    d, c = 4, 3
+    Q = np.linalg.qr(rng.normal(size=(d, d)))[0]
+    A = Q @ np.diag([0.5, 1.0, 4.0, 20.0]) @ Q.T
+    B = np.tile(np.eye(d), (c, 1, 1))
+    for k in range(d):
+        s = rng.normal(size=(c, d))
+        B = sr1_update(B, s, s @ A, np.ones(c, bool))
+        np.testing.assert_allclose(np.einsum("cij,cj->ci", B, s @ A), s, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(B, np.broadcast_to(np.linalg.inv(A), B.shape), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(B, np.swapaxes(B, 1, 2), rtol=0, atol=1e-13)
+
+
+def test_qnhmc_burns_in_fast_with_sr1_and_stalls_with_bfgs():
+    """The 100-d Gaussian from 20 chains at 10 N(0, I) (U ~ 1200, stationary median 50), eps = 0.01, L = 10:
+    with the default update (SR1) the median U is inside its stationary 99% band from ~100 proposals on
+    (benchmarks/qnhmc_gaussian100d.py: 98-101, HMC 1465-1653); with Algorithm 2's BFGS from the same auto
+    scale it is still ~2x the band's top at 400 (it settles after 900-1200)."""
+    from scipy import stats
+    pot = gaussian_100d()
+    band = tuple(stats.chi2(100).ppf([0.005, 0.995]) / 2)
+    theta0 = 10.0 * np.random.default_rng(1000).standard_normal(100)
+    u = {}
+    for update in ("auto", "bfgs"):
+        res = run(sampler("qnhmc", pot, eps=0.01, L=10, update=update), 400, 20, seed=0, theta0=theta0)
+        u[update] = pot.U(res.theta.reshape(-1, 100)).reshape(400, 20)
+    assert dg.burn_in_length(u["auto"], band=band) < 200
+    assert np.median(u["bfgs"][-50:]) > band[1] * 1.3, np.median(u["bfgs"][-50:])
+
+
 # -- bookkeeping ---------------------------------------------------------------------------------------
 def test_acceptance_and_gradient_counts():
     s = sampler("hmc", "gaussian", eps=0.1, L=7)
@@ -171,6 +234,11 @@ def test_acceptance_and_gradient_counts():
     assert sampler("qnhmc-naive", "gaussian")["B0"] is None
     assert sampler("qnhmc", "gaussian-100d").n == 100 + 100 + 100 * 100          # dense B in the state
     assert sampler("qnhmc", "gaussian-100d", memory=7).n == 100 + 100 + 2 * 7 * 100
+    assert sampler("qnhmc", "gaussian-100d", memory=7, update="bfgs")["update"] == "bfgs"
+    with pytest.raises(SamplerError, match="update = sr1 needs the dense B"):
+        sampler("qnhmc", "gaussian-100d", memory=7, update="sr1")
+    with pytest.raises(SamplerError, match="update must be one of auto, sr1, bfgs"):
+        sampler("qnhmc", "gaussian", update="dfp")
 
 
 def test_burn_in_length():
