@@ -27,8 +27,9 @@ benchmarks/qnhmc_gaussian100d.py):
   trajectory; Algorithm 2's first update (line 7) has no pair yet and is skipped.
 * B learns only from exact gradients (a noisy oracle leaves B at its initial I or B0 I: QNHMC is then HMC).
 * Pairs that would put an inverse curvature above B_CAP into B are skipped (BFGS also skips s^T y <= 0,
-  SR1 a vanishing denominator), and a divergent trajectory (|H1 - H0| > 1000) restarts B from its initial value instead of keeping C: on the
-  double well, Algorithm 2 as printed otherwise freezes chains with a B learnt near an inflection.
+  SR1 a vanishing denominator), and a divergent trajectory (|H1 - H0| > 1000) restarts B from its
+  initial value instead of keeping C: on the double well, Algorithm 2 as printed otherwise freezes
+  chains with a B learnt near an inflection.
 * Theorem 4 does not hold as argued: B is learnt from the chain's own trajectory, so C depends on
   where the chain is. On a Gaussian B converges to Sigma and the bias fades; on the double well
   E[theta^2] comes out near 1.8 instead of 0.83. `adapt=n` freezes B after n proposals (a fixed,
@@ -69,7 +70,7 @@ from .registry import SamplerError, SamplerSpec, register
 
 AUTO_DENSE_MAX_DIM = 200   # dense BFGS up to this dimension (the paper's 100-d example uses BFGS)
 AUTO_MEMORY = 7            # L-BFGS memory above it (the paper's choice for d = 784, §5.2)
-B_CAP = 1e4                # largest inverse curvature a BFGS pair may put into B (see bfgs_update)
+B_CAP = 1e4                # largest inverse curvature one pair may put into B (bfgs_update, sr1_update)
 SR1_SKIP = 1e-8            # N&W's threshold for a vanishing SR1 denominator
 
 
@@ -225,7 +226,8 @@ def sr1_update(B, s, y, ok):
     ry = np.einsum("ci,ci->c", r, y)
     rr = np.einsum("ci,ci->c", r, r)
     yy = np.einsum("ci,ci->c", y, y)
-    ok = ok & np.isfinite(ry) & np.isfinite(rr) & (np.abs(ry) > SR1_SKIP * np.sqrt(rr * yy)) & (rr < B_CAP * np.abs(ry))
+    ok = (ok & np.isfinite(ry) & np.isfinite(rr)
+          & (np.abs(ry) > SR1_SKIP * np.sqrt(rr * yy)) & (rr < B_CAP * np.abs(ry)))
     r0 = np.where(ok[:, None], r, 0.0)
     coef = np.where(ok, 1.0 / np.where(ok, ry, 1.0), 0.0)
     return B + coef[:, None, None] * r0[:, :, None] * r0[:, None, :]
@@ -236,11 +238,12 @@ QN_UPDATE_CHOICES = ("auto", "sr1", "bfgs")   # auto: SR1 for a dense B, BFGS fo
 
 
 def initial_scaling(B, s, y, ok, fresh):
-    """Nocedal & Wright Eq. (6.20): B = (s^T y / y^T y) I before the first BFGS update of a `fresh` chain.
+    """Nocedal & Wright Eq. (6.20): B = (s^T y / y^T y) I before the first update of a `fresh` chain.
 
     On a quadratic s^T y / y^T y is a Rayleigh quotient of the inverse Hessian, so B starts at the
-    target's scale instead of the units' (Algorithm 2's I). Only a pair that Eq. (1) then keeps sets
-    the scale (an s^T y ~ 0+ pair would make B huge). Returns B and which chains are still fresh.
+    target's scale instead of the units' (Algorithm 2's I). Only a pair that passes Eq. (1)'s checks
+    (s^T y > 0, B_CAP) sets the scale, whichever update follows (an s^T y ~ 0+ pair would make B huge;
+    SR1 then skips that same pair, whose r^T y is 0). Returns B and which chains are still fresh.
     """
     sy = np.einsum("ci,ci->c", s, y)
     yy = np.einsum("ci,ci->c", y, y)
@@ -308,9 +311,10 @@ class Curvature:
         d = s.dim
         self.d, self.m = d, qn_memory(d, s.params)
         self.auto = s["B0"] is None
-        self.update = QN_UPDATES["sr1" if s.params.get("update", "auto") == "auto" else s.params["update"]]
         c = rest.shape[0]
         if self.m == 0:
+            update = s.params.get("update", "auto")
+            self.update = QN_UPDATES["sr1" if update == "auto" else update]   # L-BFGS below is BFGS only
             self.B = rest.reshape(c, d, d)
             self.apply = lambda v: batched_matvec(self.B, v)
         else:
