@@ -244,3 +244,17 @@ def test_points_outside_the_view_are_not_drawn_and_simplex_axes_say_omega():
     simplex = lab_for(potential="sparse-dirichlet", sampler="scir", chains=20, batch=10)
     title = RunPlots(simplex.runs[0], simplex.sides[0], "A").main.title.text
     assert "ω₁, ω₂" in title and "θ" not in title
+
+
+def test_lesson_math_reaches_mathjax_as_tex_not_html_entities():
+    """Panel hands MathJax the HTML source between the $$ delimiters, so an entity would be typeset literally
+    (a matrix's & showed as "amp;"): & stays raw, and < and > become TeX's \\lt and \\gt, which open no HTML tag."""
+    import html
+
+    import panel as pn
+
+    from app.views.pages import math_plugin
+    pane = pn.pane.Markdown("a $$\\begin{pmatrix} 0 & x < y \\\\ 1 & z > 0 \\end{pmatrix}$$ b", plugins=[math_plugin])
+    sent = html.unescape(pane._transform_object(pane.object)["object"])    # what the browser's HTML holds
+    math = sent[sent.index("$$"): sent.rindex("$$") + 2]
+    assert math == "$$\\begin{pmatrix} 0 & x \\lt  y \\\\ 1 & z \\gt  0 \\end{pmatrix}$$", math

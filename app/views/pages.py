@@ -15,10 +15,15 @@ from ..pages import list_assets, list_lessons
 from .lesson_demo import LessonDemo
 
 
+# TeX's own names for < and >, which would open HTML tags. Not HTML entities: the math is handed to MathJax
+# as the HTML source between its delimiters, so an entity is typeset literally (a matrix's & showed as "amp;").
+TEX_SAFE = str.maketrans({"<": r"\lt ", ">": r"\gt "})
+
+
 def _tex(content: str, options: dict) -> str:
     """dollarmath's $...$ and $$...$$ as \\(...\\) and $$...$$, which Panel's Markdown model typesets
     with Bokeh's bundled MathJax (served by the server: no CDN)."""
-    body = html.escape(content, quote=False)
+    body = content.translate(TEX_SAFE)
     return f"$${body}$$" if options.get("display_mode") else f"\\({body}\\)"
 
 
