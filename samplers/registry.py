@@ -61,6 +61,15 @@ def get_spec(name: str) -> SamplerSpec:
     return REGISTRY[name]
 
 
+def build_sampler(name: str, potential, V=None, batch=None, **params) -> "Sampler":
+    """A named sampler on a potential (a Potential or a preset/expr name) with exact gradients,
+    simulated gradient noise of variance V, or minibatches of `batch` data points."""
+    from .gradients import make_oracle
+    from .potentials import get_potential
+    pot = get_potential(potential) if isinstance(potential, str) else potential
+    return Sampler(name, pot, make_oracle(pot, V, batch), **params)
+
+
 def coerce_params(spec: SamplerSpec, params: dict) -> dict:
     """Defaults overridden by params; unknown names and bad values raise SamplerError."""
     out = dict(spec.defaults)

@@ -61,15 +61,17 @@ def shape_estimate(s, chains, rng) -> np.ndarray:
     return pot.data.shape_estimate(idx)
 
 
+def cir_transition(theta, a, h, rng):
+    """The exact CIR transition over time h (seeds erratum 6): theta' = W / (2c), c = 1 / (1 - e^{-h}),
+    W ~ noncentral chi-square(df = 2a, noncentrality = 2 c theta e^{-h})."""
+    c = -1.0 / np.expm1(-h)                         # 1 / (1 - e^{-h}), accurate for small h
+    return rng.noncentral_chisquare(2.0 * a, 2.0 * c * theta * np.exp(-h)) / (2.0 * c)
+
+
 def scir_fast(s, z, rng):
     """One exact CIR transition over h with a-hat from a fresh minibatch (Eq. 2.3)."""
-    h = s["h"]
     theta = np.abs(z)   # a start drawn around the mean may be negative: the CIR is started at |theta|
-    a_hat = shape_estimate(s, z.shape[0], rng)
-    decay = np.exp(-h)
-    c = -1.0 / np.expm1(-h)                         # 1 / (1 - e^{-h}), accurate for small h
-    w = rng.noncentral_chisquare(2.0 * a_hat, 2.0 * c * theta * decay)
-    return w / (2.0 * c)
+    return cir_transition(theta, shape_estimate(s, z.shape[0], rng), s["h"], rng)
 
 
 def sgrld_simplex_fast(s, z, rng):
