@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import diagnostics as dg
-from .potentials import Potential
+from samplers import diagnostics as dg
+from samplers.potentials import Potential
 
 
 def edges_for(potential: Potential, bins: int | None = None):

@@ -12,8 +12,8 @@ import numpy as np
 import sympy
 from sympy import Abs, Matrix, Rational, eye, sqrt, zeros
 
-from .recipe import Recipe, StateSymbols, _scaled_noise
-from .registry import SamplerError, SamplerSpec, register
+from samplers.recipe import Recipe, StateSymbols, _scaled_noise
+from samplers.registry import SamplerError, SamplerSpec, register
 
 FAST_SCALAR_ONLY = "the fast path takes a scalar Bhat"
 

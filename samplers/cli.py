@@ -13,13 +13,13 @@ import zipfile
 
 import numpy as np
 
-from . import diagnostics as dg
-from .accuracy import score
-from .gradients import GradientError, make_oracle
-from .potentials import PotentialError, get_potential, preset_names
-from .recipe import RecipeError
-from .registry import REGISTRY, Sampler, SamplerError, sampler_names
-from .run import run
+from samplers import diagnostics as dg
+from samplers.accuracy import score
+from samplers.gradients import GradientError, make_oracle
+from samplers.potentials import PotentialError, get_potential, preset_names
+from samplers.recipe import RecipeError
+from samplers.registry import REGISTRY, Sampler, SamplerError, sampler_names
+from samplers.run import run
 
 USER_ERRORS = (PotentialError, SamplerError, RecipeError, GradientError, ValueError, OSError, KeyError)
 
@@ -127,7 +127,7 @@ def cmd_diagnose(args, out):
 
 
 def cmd_reproduce(args, out):
-    from .reproduce import REPRODUCTIONS, names, reproduce
+    from samplers.reproduce import REPRODUCTIONS, names, reproduce
     available = names()
     if not args.list and not args.name:
         raise UsageError("name a reproduction (or all); --list names them")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sympy
 
-from .expr import ExpressionError, parse_expression
-from .recipe import Recipe, RecipeError
+from samplers.expr import ExpressionError, parse_expression
+from samplers.recipe import Recipe, RecipeError
 
 
 def cell_variables(recipe: Recipe) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, log_expit
 
-from .potentials import PRESETS, Potential
+from samplers.potentials import PRESETS, Potential
 
 
 @dataclass

@@ -22,7 +22,7 @@ from functools import lru_cache
 import numpy as np
 from scipy import special, stats
 
-from .potentials import PREFIXES, PRESETS, Potential, PotentialError
+from samplers.potentials import PREFIXES, PRESETS, Potential, PotentialError
 
 SPARSE_COUNTS = (800, 100, 100, 0, 0, 0, 0, 0, 0, 0)
 DENSE_COUNTS = (100,) * 10
@@ -247,7 +247,7 @@ def dirichlet_rosenblatt(omega: np.ndarray, a) -> np.ndarray:
 
 def dirichlet_ks(omega: np.ndarray, a) -> np.ndarray:
     """KS distance of each Rosenblatt coordinate from Uniform(0, 1), shape (d-1,)."""
-    from .diagnostics import ks_distance
+    from samplers.diagnostics import ks_distance
     u = dirichlet_rosenblatt(omega, a)
     return np.array([ks_distance(u[:, j], lambda x: np.clip(x, 0.0, 1.0)) for j in range(u.shape[1])])
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .potentials import Potential
+from samplers.potentials import Potential
 
 
 class GradientError(ValueError):

@@ -65,8 +65,8 @@ import numpy as np
 import sympy
 from sympy import Matrix, zeros
 
-from .recipe import Recipe, StateSymbols
-from .registry import SamplerError, SamplerSpec, register
+from samplers.recipe import Recipe, StateSymbols
+from samplers.registry import SamplerError, SamplerSpec, register
 
 AUTO_DENSE_MAX_DIM = 200   # dense BFGS up to this dimension (the paper's 100-d example uses BFGS)
 AUTO_MEMORY = 7            # L-BFGS memory above it (the paper's choice for d = 784, §5.2)

@@ -248,7 +248,7 @@ PREFIXES: dict[str, Callable[..., Potential]] = {}
 
 
 def preset_names() -> list[str]:
-    from . import data_posterior, dirichlet  # noqa: F401  (register the data posteriors and simplex targets)
+    from samplers import data_posterior, dirichlet  # noqa: F401  (register the data posteriors and simplex targets)
     return list(PRESETS)
 
 
@@ -257,10 +257,10 @@ def get_potential(spec: str, **kwargs) -> Potential:
 
     Presets are built once per process (their grids cost a moment); treat them as read-only.
     """
-    from . import data_posterior, dirichlet  # noqa: F401  (register the data posteriors and simplex targets)
+    from samplers import data_posterior, dirichlet  # noqa: F401  (register the data posteriors and simplex targets)
     spec = spec.strip()
     if spec.startswith("expr:"):
-        from .typed import typed_potential
+        from samplers.typed import typed_potential
         return typed_potential(spec[len("expr:"):], **kwargs)
     for prefix, build in PREFIXES.items():
         if spec.startswith(prefix):

@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from .recipe import Recipe, RecipeError
+from samplers.recipe import Recipe, RecipeError
 
 REGISTRY: dict[str, "SamplerSpec"] = {}
 
@@ -50,7 +50,7 @@ def register(spec: SamplerSpec) -> SamplerSpec:
 
 
 def sampler_names() -> list[str]:
-    from . import catalogue, hmc, simplex  # noqa: F401  (declare the samplers)
+    from samplers import catalogue, hmc, simplex  # noqa: F401  (declare the samplers)
     return list(REGISTRY)
 
 
@@ -64,8 +64,8 @@ def get_spec(name: str) -> SamplerSpec:
 def build_sampler(name: str, potential, V=None, batch=None, **params) -> "Sampler":
     """A named sampler on a potential (a Potential or a preset/expr name) with exact gradients,
     simulated gradient noise of variance V, or minibatches of `batch` data points."""
-    from .gradients import make_oracle
-    from .potentials import get_potential
+    from samplers.gradients import make_oracle
+    from samplers.potentials import get_potential
     pot = get_potential(potential) if isinstance(potential, str) else potential
     return Sampler(name, pot, make_oracle(pot, V, batch), **params)
 

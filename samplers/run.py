@@ -5,10 +5,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .diagnostics import DivergenceGuard
-from .gradients import make_oracle
-from .potentials import get_potential
-from .registry import Sampler
+from samplers.diagnostics import DivergenceGuard
+from samplers.gradients import make_oracle
+from samplers.potentials import get_potential
+from samplers.registry import Sampler
 
 
 class Ensemble:

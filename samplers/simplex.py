@@ -22,10 +22,10 @@ from __future__ import annotations
 import numpy as np
 from sympy import Abs, diag
 
-from .dirichlet import SimplexPotential
-from .gradients import Minibatch
-from .recipe import Recipe, StateSymbols
-from .registry import SamplerError, SamplerSpec, register
+from samplers.dirichlet import SimplexPotential
+from samplers.gradients import Minibatch
+from samplers.recipe import Recipe, StateSymbols
+from samplers.registry import SamplerError, SamplerSpec, register
 
 
 def _target(s) -> SimplexPotential:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .recipe import Recipe
+from samplers.recipe import Recipe
 
 
 @dataclass

@@ -56,7 +56,7 @@ def register(name, title, source):
 
 
 def names() -> list[str]:
-    from . import recipe_figures  # noqa: F401  (registers)
+    from samplers.reproduce import recipe_figures  # noqa: F401  (registers)
     for optional in ("chen", "qnhmc_table", "scir_figures"):
         try:
             __import__(f"{__name__}.{optional}")

@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from . import Claim, Outcome, Progress, parallel_map, register
+from samplers.reproduce import Claim, Outcome, Progress, parallel_map, register
 
 EPS, L, MAX_LAG, WINDOW = 0.01, 10, 500, 51
 # Table 1 of the paper: Σρ, burn-in time (seconds), ESS, ESS per second (100K samples, last 50K used)
@@ -53,12 +53,12 @@ def _band(d: int):
 def _job(job):
     from scipy.ndimage import median_filter
 
-    from .. import diagnostics as dg
-    from ..gradients import make_oracle
-    from ..hmc import mh_stats
-    from ..potentials import get_potential
-    from ..registry import Sampler
-    from ..run import run
+    from samplers import diagnostics as dg
+    from samplers.gradients import make_oracle
+    from samplers.hmc import mh_stats
+    from samplers.potentials import get_potential
+    from samplers.registry import Sampler
+    from samplers.run import run
     name, variant, seed, chains, steps, stream = job
     label, extra = CONFIGS[(name, variant)]
     pot = get_potential("gaussian-100d")

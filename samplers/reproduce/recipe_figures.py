@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import Claim, Outcome, Progress, parallel_map, register
+from samplers.reproduce import Claim, Outcome, Progress, parallel_map, register
 
 LEFT = ["sgld", "sghmc", "sgrhmc-naive", "sgrhmc"]
 LABEL = {"sgld": "SGLD", "sghmc": "SGHMC", "sgrhmc-naive": "naive SGRHMC (Eq. 16)",
@@ -16,16 +16,16 @@ LABEL = {"sgld": "SGLD", "sghmc": "SGHMC", "sgrhmc-naive": "naive SGRHMC (Eq. 16
 
 
 def _make(name, potential, V=1.0, **params):
-    from ..gradients import make_oracle
-    from ..potentials import get_potential
-    from ..registry import Sampler
+    from samplers.gradients import make_oracle
+    from samplers.potentials import get_potential
+    from samplers.registry import Sampler
     pot = get_potential(potential)
     return Sampler(name, pot, make_oracle(pot, V), **params)
 
 
 def _kl_job(job):
-    from ..accuracy import edges_for, score
-    from ..run import run
+    from samplers.accuracy import edges_for, score
+    from samplers.run import run
     name, potential, seed, chains, steps, burn = job
     s = _make(name, potential)
     res = run(s, steps, chains, burn=burn, seed=seed)
@@ -84,7 +84,7 @@ def fig2_left(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome
 
 
 def _explore_job(job):
-    from ..run import Ensemble
+    from samplers.run import Ensemble
     name, seed, chains, max_steps, left, right, eps = job
     s = _make(name, "banana", eps=eps)
     ens = Ensemble(s, chains, seed, theta0=np.array([0.0, -1.2]))
@@ -113,7 +113,7 @@ def _explore_job(job):
           "Ma, Chen & Fox 2015, Sec. 4.1, Fig. 2 right")
 def fig2_right(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome:
     import matplotlib.pyplot as plt
-    from ..potentials import get_potential
+    from samplers.potentials import get_potential
     chains, max_steps = (2000, 40000) if full else (150, 6000) if quick else (400, 8000)
     names = ["sgld", "sghmc", "sgrhmc"]
     eps = 0.02   # one step size for all: each step costs one gradient, so steps compare cost

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import Claim, Outcome, Progress, parallel_map, register
+from samplers.reproduce import Claim, Outcome, Progress, parallel_map, register
 
 POSTERIORS = ["sparse-dirichlet", "dense-dirichlet"]
 SAMPLERS = {"scir": ("SCIR", "h"), "sgrld-simplex": ("SGRLD", "eps")}
@@ -45,11 +45,11 @@ def grids(full: bool, quick: bool) -> dict:
 
 def _run_job(job):
     """One (posterior, sampler, batch, step) cell: KS per repeat, ω₅ of the first repeat, mean ω."""
-    from ..dirichlet import dirichlet_ks
-    from ..gradients import make_oracle
-    from ..potentials import get_potential
-    from ..registry import Sampler
-    from ..run import run
+    from samplers.dirichlet import dirichlet_ks
+    from samplers.gradients import make_oracle
+    from samplers.potentials import get_potential
+    from samplers.registry import Sampler
+    from samplers.run import run
     potential, name, batch, step, repeats, chains, run_seed = job
     pot = get_potential(potential)
     s = Sampler(name, pot, make_oracle(pot, None, batch), **{SAMPLERS[name][1]: step})
@@ -63,8 +63,8 @@ def _run_job(job):
 
 
 def _exact_ks(potential, repeats, chains, seed):
-    from ..dirichlet import dirichlet_ks
-    from ..potentials import get_potential
+    from samplers.dirichlet import dirichlet_ks
+    from samplers.potentials import get_potential
     pot = get_potential(potential)
     rng = np.random.default_rng(10_000 + seed)
     draws = [pot.exact_sampler(ITERATIONS * chains, rng) for _ in range(repeats)]
@@ -91,8 +91,8 @@ def scir_fig1(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome
     import matplotlib.pyplot as plt
     from scipy import stats
 
-    from ..diagnostics import ks_distance
-    from ..potentials import get_potential
+    from samplers.diagnostics import ks_distance
+    from samplers.potentials import get_potential
     potential, batch, repeats, chains = "sparse-dirichlet", 10, (3 if quick else 5), 1
     grid = grids(full, quick)
     best, every = _tune([potential], [batch], grid, repeats, chains, seed, "scir-fig1")
