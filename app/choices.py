@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from samplers.potentials import Potential, get_potential, preset_names
+from samplers.targets.potential import Potential
+from samplers.targets.presets import get_potential, preset_names
 from samplers.registry import REGISTRY, sampler_names
 
 TYPED = "expr:"          # prefix of a typed potential, as the library spells it

@@ -11,12 +11,12 @@ from __future__ import annotations
 import numpy as np
 import param
 
-from samplers.custom import edited_recipe, matrix_cells
+from samplers.engine.edit import edited_recipe, matrix_cells
 from samplers.gradients import GradientError, make_oracle
-from samplers.potentials import PotentialError
-from samplers.recipe import RecipeError
+from samplers.targets.potential import PotentialError
+from samplers.engine.recipe import RecipeError
 from samplers.registry import REGISTRY, Sampler, SamplerError, coerce_params, get_spec
-from samplers.stationarity import stationarity_residual
+from samplers.engine.stationarity import stationarity_residual
 
 from .choices import MAX_RECIPE_DIM, load_potential, potential_names, samplers
 from .live_run import LiveRun

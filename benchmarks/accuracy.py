@@ -7,7 +7,7 @@ tests/test_statistical.py), printed as a table.
 """
 from samplers.accuracy import kl_noise_floor, score
 from samplers.gradients import make_oracle
-from samplers.potentials import get_potential
+from samplers.targets.presets import get_potential
 from samplers.registry import REGISTRY, Sampler, sampler_names
 from samplers.run import run
 

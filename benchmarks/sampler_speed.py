@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from samplers.gradients import make_oracle
-from samplers.potentials import get_potential
+from samplers.targets.presets import get_potential
 from samplers.registry import Sampler
 
 

@@ -14,9 +14,9 @@ import argparse
 
 import numpy as np
 
-from samplers.dirichlet import dirichlet_ks
+from samplers.targets.simplex import dirichlet_ks
 from samplers.gradients import make_oracle
-from samplers.potentials import get_potential
+from samplers.targets.presets import get_potential
 from samplers.registry import Sampler
 from samplers.run import run
 

@@ -50,7 +50,7 @@ def _g(x, digits: int = 2) -> str:
 
 def _sampler(name, potential, V=None, batch=None, **params):
     from samplers.gradients import make_oracle
-    from samplers.potentials import get_potential
+    from samplers.targets.presets import get_potential
     from samplers.registry import Sampler
     pot = get_potential(potential) if isinstance(potential, str) else potential
     return Sampler(name, pot, make_oracle(pot, V, batch), **params)
@@ -74,7 +74,7 @@ def _chain_mean_se(x):
 def fokker_planck_residual(quick: bool = False) -> dict:
     """Langevin (z = theta) and SGHMC (z = (theta, r)) leave exp(-H) invariant: the Fokker-Planck
     right-hand side, evaluated at p = exp(-H), vanishes up to round-off (samplers.stationarity)."""
-    from samplers.stationarity import stationarity_residual
+    from samplers.engine.stationarity import stationarity_residual
     n_grid = 101 if quick else 201
     out = {}
     for name in ("sgld", "sghmc"):
@@ -125,8 +125,8 @@ LESSON2_Q = [["0", "theta_1*theta_2/2"], ["-theta_1*theta_2/2", "0"]]
 def recipe_residual(quick: bool = False) -> dict:
     """Any PSD D and skew Q with Gamma leave exp(-H) invariant; without Gamma a state-dependent
     D(z), Q(z) does not. Here on the banana with D = diag(1 + theta_1^2/2, 1), Q_12 = theta_1 theta_2/2."""
-    from samplers.custom import edited_recipe
-    from samplers.stationarity import stationarity_residual
+    from samplers.engine.edit import edited_recipe
+    from samplers.engine.stationarity import stationarity_residual
     s = _sampler("sgld", "banana")
     recipe = edited_recipe(s.recipe, LESSON2_D, LESSON2_Q)
     n_grid = 101 if quick else 201
@@ -278,8 +278,8 @@ def logistic_posterior():
 
     from scipy.special import expit, log_expit, logsumexp
 
-    from samplers import data_posterior as dp
-    from samplers.potentials import Potential
+    from samplers.targets import data as dp
+    from samplers.targets.potential import Potential
 
     class _Posterior(Potential):
         def __post_init__(self):   # normalised below, on a coarser grid; no grid marginals
@@ -356,7 +356,7 @@ def sghmc_friction(quick: bool = False) -> dict:
     steps): E[theta^2] of naive SGHMC (friction dropped) against SGHMC and the exact value, and the
     Fokker-Planck residual of both."""
     from samplers.run import run
-    from samplers.stationarity import stationarity_residual
+    from samplers.engine.stationarity import stationarity_residual
     chains, steps = (1000, 1500) if quick else (4000, 3000)
     exact = EXACT_E_THETA2_DOUBLE_WELL
     stats = {}
@@ -401,7 +401,7 @@ def sgrld_law(which: str, potential: str = "gaussian", metric_D: float = 1.5, me
     Gamma = g' ("recipe": exp(-U)), g'/2 (the older Riemannian term, "historical": exp(-U) g^-1/2)
     or no Gamma ("none": exp(-U) / g), by quadrature. From f p = (g p)': p'/p = -U' - (g' - Gamma)/g."""
     from scipy.integrate import quad
-    from samplers.potentials import get_potential
+    from samplers.targets.presets import get_potential
     pot = get_potential(potential)
     power = {"recipe": 0.0, "historical": -0.5, "none": -1.0}[which]
 
@@ -421,7 +421,7 @@ def sgrld_gamma(quick: bool = False) -> dict:
     Fokker-Planck residuals."""
     from samplers.accuracy import kl_noise_floor, score
     from samplers.run import run
-    from samplers.stationarity import stationarity_residual
+    from samplers.engine.stationarity import stationarity_residual
     chains = 1000 if quick else 4000
     s = _sampler("sgrld", "gaussian", V=1.0)
     naive = s.with_recipe(s.recipe.with_drop({"gamma"}))
@@ -495,7 +495,7 @@ def sgnht_thermostat_energy(quick: bool = False) -> dict:
     Fokker-Planck residual of Eq. (15)'s drift at exp(-H) vanishes for (d/2)(xi - A)^2 only.
     On the banana (d = 2; the state (theta, r, xi) has dimension 5), at random points of the box."""
     import sympy
-    from samplers.recipe import Recipe
+    from samplers.engine.recipe import Recipe
     s = _sampler("sgnht", "banana")
     good = s.recipe
     d, A = s.dim, s["A"]
@@ -663,7 +663,7 @@ def qnhmc_ess(quick: bool = False) -> dict:
     if missing:
         return _skip(f"sampler(s) {', '.join(missing)} not registered yet")
     from samplers import diagnostics as dg
-    from samplers.potentials import gaussian_nd
+    from samplers.targets.presets import gaussian_nd
     from samplers.run import Ensemble
     d = 10
     Sigma = np.ones((d, d)) + 4 * np.eye(d)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from samplers import diagnostics as dg
-from samplers.potentials import Potential
+from samplers.targets.potential import Potential
 
 
 def edges_for(potential: Potential, bins: int | None = None):

@@ -16,8 +16,9 @@ import numpy as np
 from samplers import diagnostics as dg
 from samplers.accuracy import score
 from samplers.gradients import GradientError, make_oracle
-from samplers.potentials import PotentialError, get_potential, preset_names
-from samplers.recipe import RecipeError
+from samplers.targets.potential import PotentialError
+from samplers.targets.presets import get_potential, preset_names
+from samplers.engine.recipe import RecipeError
 from samplers.registry import REGISTRY, Sampler, SamplerError, sampler_names
 from samplers.run import run
 

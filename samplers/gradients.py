@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from samplers.potentials import Potential
+from samplers.targets.potential import Potential
 
 
 class GradientError(ValueError):

@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from samplers.recipe import Recipe, RecipeError
+from samplers.engine.recipe import Recipe, RecipeError
 
 REGISTRY: dict[str, "SamplerSpec"] = {}
 
@@ -65,7 +65,7 @@ def build_sampler(name: str, potential, V=None, batch=None, **params) -> "Sample
     """A named sampler on a potential (a Potential or a preset/expr name) with exact gradients,
     simulated gradient noise of variance V, or minibatches of `batch` data points."""
     from samplers.gradients import make_oracle
-    from samplers.potentials import get_potential
+    from samplers.targets.presets import get_potential
     pot = get_potential(potential) if isinstance(potential, str) else potential
     return Sampler(name, pot, make_oracle(pot, V, batch), **params)
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from samplers.diagnostics import DivergenceGuard
 from samplers.gradients import make_oracle
-from samplers.potentials import get_potential
+from samplers.targets.presets import get_potential
 from samplers.registry import Sampler
 
 

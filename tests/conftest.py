@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from samplers.gradients import make_oracle
-from samplers.potentials import get_potential
+from samplers.targets.presets import get_potential
 from samplers.registry import Sampler
 
 

@@ -163,7 +163,7 @@ def test_bad_inputs_never_raise():
 def test_typed_potential_is_cached_and_bad_ones_say_why():
     a = load_potential("expr:x^4 - 2*x^2")
     assert load_potential("expr: x^4 - 2*x^2 ") is a
-    from samplers.potentials import PotentialError
+    from samplers.targets.potential import PotentialError
     with pytest.raises(PotentialError):
         load_potential("expr:x^3")
 

@@ -12,14 +12,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from sympy.core.cache import clear_cache
 
-import samplers.expr as expr_module
-from samplers.expr import (
-    LIMITS,
-    ExpressionError,
-    compile_expression,
-    parse_expression,
-    symbols_for,
-)
+import samplers.targets.expr as expr_module
+from samplers.targets.expr import LIMITS, ExpressionError, compile_expression, parse_expression, symbols_for
 
 X, Y = symbols_for(("x", "y"))
 POINTS = [(0.7, 0.3), (1.3, 0.45), (0.25, 1.9)]  # positive: log and sqrt stay real

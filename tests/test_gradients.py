@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from samplers.gradients import ExactGradient, GradientError, Minibatch, SimulatedNoise, make_oracle
-from samplers.potentials import get_potential
+from samplers.targets.presets import get_potential
 
 
 def test_simulated_noise_has_the_stated_covariance():

@@ -10,11 +10,19 @@ import pytest
 
 from samplers import diagnostics as dg
 from samplers.gradients import make_oracle
-from samplers.hmc import Curvature, LBFGSOperator, bfgs_update, current_B, fixed_c_recipe, mh_stats, sr1_update
-from samplers.potentials import gaussian_nd, get_potential
+from samplers.families.hmc import (
+    Curvature,
+    LBFGSOperator,
+    bfgs_update,
+    current_B,
+    fixed_c_recipe,
+    mh_stats,
+    sr1_update,
+)
+from samplers.targets.presets import gaussian_nd, get_potential
 from samplers.registry import Sampler, SamplerError
 from samplers.run import run
-from samplers.stationarity import stationarity_residual
+from samplers.engine.stationarity import stationarity_residual
 
 E_THETA2_DOUBLE_WELL = 0.8327454871   # quadrature of theta^2 exp(-(theta^4 - 2 theta^2))
 

@@ -128,7 +128,7 @@ def test_demo_runs_with_the_library(path):
     """The demo's potential loads, its samplers are registered, their parameters are accepted, and a
     few steps of each run (a preset the app cannot open is a dead end for the learner)."""
     from samplers.gradients import make_oracle
-    from samplers.potentials import get_potential
+    from samplers.targets.presets import get_potential
     from samplers.registry import Sampler, coerce_params, get_spec
     demo = parse(path)[0]["demo"]
     names = [demo["sampler"]] + ([demo["compare"]] if "compare" in demo else [])

@@ -2,7 +2,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from samplers.potentials import PotentialError, get_potential, preset_names
+from samplers.targets.potential import PotentialError
+from samplers.targets.presets import get_potential, preset_names
 from conftest import fd_grad
 
 PRESETS = preset_names()
@@ -43,7 +44,7 @@ def test_correlated_gaussian_matches_scipy():
 
 
 def test_mixture_matches_scipy():
-    from samplers.potentials import MIXTURE_MEANS, MIXTURE_SD, MIXTURE_WEIGHTS
+    from samplers.targets.presets import MIXTURE_MEANS, MIXTURE_SD, MIXTURE_WEIGHTS
     pot = get_potential("mixture")
     pts = np.random.default_rng(0).uniform(-4, 4, size=(50, 2))
     ref = sum(w * stats.multivariate_normal(m, MIXTURE_SD ** 2 * np.eye(2)).pdf(pts)

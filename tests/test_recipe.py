@@ -3,10 +3,10 @@ import pytest
 import sympy
 
 from samplers.gradients import ExactGradient
-from samplers.potentials import get_potential
-from samplers.recipe import Recipe, RecipeError, StateSymbols
+from samplers.targets.presets import get_potential
+from samplers.engine.recipe import Recipe, RecipeError, StateSymbols
 from samplers.registry import REGISTRY, Sampler, sampler_names
-from samplers.stationarity import stationarity_residual
+from samplers.engine.stationarity import stationarity_residual
 
 
 def hmc_like(D=None, Q=None, kinetic=None):

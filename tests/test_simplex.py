@@ -12,13 +12,14 @@ import pytest
 from scipy import stats
 
 from samplers.cli import main
-from samplers.dirichlet import DEFAULT_ALPHA, dirichlet_ks, dirichlet_rosenblatt
+from samplers.targets.simplex import DEFAULT_ALPHA, dirichlet_ks, dirichlet_rosenblatt
 from samplers.gradients import make_oracle
-from samplers.potentials import PotentialError, get_potential
+from samplers.targets.potential import PotentialError
+from samplers.targets.presets import get_potential
 from samplers.registry import Sampler, SamplerError
 from samplers.run import Ensemble, run
-from samplers.simplex import cir_recipe, omega
-from samplers.stationarity import stationarity_residual
+from samplers.families.simplex import cir_recipe, omega
+from samplers.engine.stationarity import stationarity_residual
 
 KS_CRIT = 1.95     # P(sqrt(n) D_n > 1.95) ~ 0.001 under the null (Kolmogorov distribution)
 

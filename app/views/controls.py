@@ -11,7 +11,7 @@ import html
 import panel as pn
 from panel.viewable import Viewer
 
-from samplers.potentials import PotentialError
+from samplers.targets.potential import PotentialError
 from samplers.registry import REGISTRY
 
 from ..choices import TYPED, compare_pairs, load_potential, potential_names, sampler_label, samplers

@@ -13,7 +13,7 @@ import re
 import panel as pn
 from panel.viewable import Viewer
 
-from samplers.custom import cell_variables, matrix_cells
+from samplers.engine.edit import cell_variables, matrix_cells
 
 from ..model import RESIDUAL_OK, Lab
 

@@ -49,8 +49,8 @@ def exact_second_moment() -> float:
 def _job(job):
     from samplers.accuracy import edges_for, score
     from samplers.gradients import make_oracle
-    from samplers.hmc import mh_stats
-    from samplers.potentials import get_potential
+    from samplers.families.hmc import mh_stats
+    from samplers.targets.presets import get_potential
     from samplers.registry import Sampler
     from samplers.run import run
     key, seed, chains, sg_steps, sg_burn, thin = job
@@ -79,7 +79,7 @@ def _job(job):
           "Chen, Fox & Guestrin 2014, Sec. 3.1 and Fig. 1 (recipe paper Eq. 11 vs Eq. 12)")
 def chen_fig1(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome:
     import matplotlib.pyplot as plt
-    from samplers.potentials import get_potential
+    from samplers.targets.presets import get_potential
     chains, steps, burn, thin = ((10000, 20000, 2000, 20) if full else (1000, 2000, 500, 5) if quick
                                  else (4000, 10000, 1000, 10))
     jobs = [(k, seed, chains, steps, burn, thin) for k in VARIANTS]

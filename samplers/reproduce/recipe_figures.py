@@ -17,7 +17,7 @@ LABEL = {"sgld": "SGLD", "sghmc": "SGHMC", "sgrhmc-naive": "naive SGRHMC (Eq. 16
 
 def _make(name, potential, V=1.0, **params):
     from samplers.gradients import make_oracle
-    from samplers.potentials import get_potential
+    from samplers.targets.presets import get_potential
     from samplers.registry import Sampler
     pot = get_potential(potential)
     return Sampler(name, pot, make_oracle(pot, V), **params)
@@ -113,7 +113,7 @@ def _explore_job(job):
           "Ma, Chen & Fox 2015, Sec. 4.1, Fig. 2 right")
 def fig2_right(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome:
     import matplotlib.pyplot as plt
-    from samplers.potentials import get_potential
+    from samplers.targets.presets import get_potential
     chains, max_steps = (2000, 40000) if full else (150, 6000) if quick else (400, 8000)
     names = ["sgld", "sghmc", "sgrhmc"]
     eps = 0.02   # one step size for all: each step costs one gradient, so steps compare cost

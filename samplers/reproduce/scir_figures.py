@@ -45,9 +45,9 @@ def grids(full: bool, quick: bool) -> dict:
 
 def _run_job(job):
     """One (posterior, sampler, batch, step) cell: KS per repeat, ω₅ of the first repeat, mean ω."""
-    from samplers.dirichlet import dirichlet_ks
+    from samplers.targets.simplex import dirichlet_ks
     from samplers.gradients import make_oracle
-    from samplers.potentials import get_potential
+    from samplers.targets.presets import get_potential
     from samplers.registry import Sampler
     from samplers.run import run
     potential, name, batch, step, repeats, chains, run_seed = job
@@ -63,8 +63,8 @@ def _run_job(job):
 
 
 def _exact_ks(potential, repeats, chains, seed):
-    from samplers.dirichlet import dirichlet_ks
-    from samplers.potentials import get_potential
+    from samplers.targets.simplex import dirichlet_ks
+    from samplers.targets.presets import get_potential
     pot = get_potential(potential)
     rng = np.random.default_rng(10_000 + seed)
     draws = [pot.exact_sampler(ITERATIONS * chains, rng) for _ in range(repeats)]
@@ -92,7 +92,7 @@ def scir_fig1(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome
     from scipy import stats
 
     from samplers.diagnostics import ks_distance
-    from samplers.potentials import get_potential
+    from samplers.targets.presets import get_potential
     potential, batch, repeats, chains = "sparse-dirichlet", 10, (3 if quick else 5), 1
     grid = grids(full, quick)
     best, every = _tune([potential], [batch], grid, repeats, chains, seed, "scir-fig1")

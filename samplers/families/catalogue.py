@@ -12,7 +12,7 @@ import numpy as np
 import sympy
 from sympy import Abs, Matrix, Rational, eye, sqrt, zeros
 
-from samplers.recipe import Recipe, StateSymbols, _scaled_noise
+from samplers.engine.recipe import Recipe, StateSymbols, _scaled_noise
 from samplers.registry import SamplerError, SamplerSpec, register
 
 FAST_SCALAR_ONLY = "the fast path takes a scalar Bhat"

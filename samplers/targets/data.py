@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, log_expit
 
-from samplers.potentials import PRESETS, Potential
+from samplers.targets.potential import Potential
 
 
 @dataclass
@@ -74,5 +74,3 @@ def logistic(n: int = 500, seed: int = 7) -> Potential:
         formula=r"U(w) = -\sum_{i=1}^N \log\sigma(y_i x_i^\top w) + \frac{|w|^2}{20}",
         data=data, start=w[0].copy())
 
-
-PRESETS["logistic"] = logistic

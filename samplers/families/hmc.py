@@ -65,7 +65,7 @@ import numpy as np
 import sympy
 from sympy import Matrix, zeros
 
-from samplers.recipe import Recipe, StateSymbols
+from samplers.engine.recipe import Recipe, StateSymbols
 from samplers.registry import SamplerError, SamplerSpec, register
 
 AUTO_DENSE_MAX_DIM = 200   # dense BFGS up to this dimension (the paper's 100-d example uses BFGS)

@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import sympy
 
-from samplers.expr import ExpressionError, compile_expression
-from samplers.potentials import Potential, PotentialError
+from samplers.targets.expr import ExpressionError, compile_expression
+from samplers.targets.potential import Potential, PotentialError
 
 BOX_HALF_WIDTHS = (5.0, 10.0, 20.0)
 

@@ -22,7 +22,8 @@ from functools import lru_cache
 import numpy as np
 from scipy import special, stats
 
-from samplers.potentials import PREFIXES, PRESETS, Potential, PotentialError
+from samplers.diagnostics import ks_distance
+from samplers.targets.potential import Potential, PotentialError
 
 SPARSE_COUNTS = (800, 100, 100, 0, 0, 0, 0, 0, 0, 0)
 DENSE_COUNTS = (100,) * 10
@@ -210,7 +211,8 @@ def _parse(kind: str, text: str, kwargs: tuple) -> SimplexPotential:
     return dirichlet_potential(counts, alpha)
 
 
-def _prefix(kind):
+def simplex_prefix(kind):
+    """The builder of `gamma:a` or `dirichlet:c1,...,cd[;alpha=x]` targets from the text after the prefix."""
     def build(text, **kwargs):
         return _parse(kind, text.strip(), tuple(sorted(kwargs.items())))
     return build
@@ -247,12 +249,5 @@ def dirichlet_rosenblatt(omega: np.ndarray, a) -> np.ndarray:
 
 def dirichlet_ks(omega: np.ndarray, a) -> np.ndarray:
     """KS distance of each Rosenblatt coordinate from Uniform(0, 1), shape (d-1,)."""
-    from samplers.diagnostics import ks_distance
     u = dirichlet_rosenblatt(omega, a)
     return np.array([ks_distance(u[:, j], lambda x: np.clip(x, 0.0, 1.0)) for j in range(u.shape[1])])
-
-
-PRESETS["sparse-dirichlet"] = sparse_dirichlet
-PRESETS["dense-dirichlet"] = dense_dirichlet
-PREFIXES["gamma:"] = _prefix("gamma")
-PREFIXES["dirichlet:"] = _prefix("dirichlet")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from samplers.recipe import Recipe
+from samplers.engine.recipe import Recipe
 
 
 @dataclass

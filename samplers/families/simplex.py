@@ -22,9 +22,9 @@ from __future__ import annotations
 import numpy as np
 from sympy import Abs, diag
 
-from samplers.dirichlet import SimplexPotential
+from samplers.targets.simplex import SimplexPotential
 from samplers.gradients import Minibatch
-from samplers.recipe import Recipe, StateSymbols
+from samplers.engine.recipe import Recipe, StateSymbols
 from samplers.registry import SamplerError, SamplerSpec, register
 
 

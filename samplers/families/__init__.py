@@ -1,0 +1,1 @@
+"""One module per sampler family: its recipe (H, D, Q), its fast path and its spec."""

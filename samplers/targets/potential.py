@@ -1,0 +1,127 @@
+"""Target distributions p(theta) ~ exp(-U(theta)): U, its gradient, and the exact law.
+
+Every potential works on arrays shaped (chains, dim). Low-dimensional ones (dim 1 or 2)
+carry their normalising constant, computed once on a fine grid over the plotting box, so
+the exact density and its marginals are available for histograms, KL and KS. Presets
+with a closed form (the Gaussians, the mixture) use it instead and are checked against
+scipy.stats in the tests.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from scipy import stats
+from scipy.special import logsumexp
+
+Array = np.ndarray
+
+
+class PotentialError(ValueError):
+    """A potential that cannot be used: unknown name, bad expression, not integrable."""
+
+
+@dataclass
+class Potential:
+    name: str
+    dim: int
+    U: Callable[[Array], Array]           # (N, dim) -> (N,)
+    grad: Callable[[Array], Array]        # (N, dim) -> (N, dim)
+    box: tuple                            # ((lo, hi), ...) for the plotted coordinates
+    description: str = ""
+    formula: str = ""                     # LaTeX of U
+    u_min: float | None = None            # minimum of U (sets the SGRHMC metric constant)
+    log_z: float | None = None            # log normalising constant of exp(-U)
+    marginals: dict = field(default_factory=dict)  # i -> exact 1-D marginal density of theta_i
+    exact_sampler: Callable | None = None  # (n, rng) -> (n, dim) exact draws, where cheap
+    data: object = None                    # the data set of a data posterior (for minibatches)
+    start: Array | None = None             # where chains start by default
+
+    def __post_init__(self):
+        if self.dim <= 2 and (self.log_z is None or self.u_min is None):
+            self._normalise_on_grid()
+        if self.dim <= 2:
+            for i in range(self.dim):
+                if i not in self.marginals:   # a grid pass per missing marginal: skip closed forms
+                    self.marginals[i] = self._grid_marginal(i)
+
+    # -- exact density -------------------------------------------------------------
+    def U_chunked(self, theta: Array, chunk: int = 20000) -> Array:
+        """U over many points without building huge temporaries (data posteriors)."""
+        with np.errstate(all="ignore"):
+            return np.concatenate([self.U(theta[i:i + chunk]) for i in range(0, len(theta), chunk)])
+
+    def log_density(self, theta: Array) -> Array:
+        return -self.U_chunked(np.atleast_2d(theta)) - self.log_z
+
+    def density(self, theta: Array) -> Array:
+        return np.exp(self.log_density(theta))
+
+    def density_xy(self, x: Array, y: Array | None = None) -> Array:
+        """Density on broadcastable coordinate arrays (1-D: x only)."""
+        if self.dim == 1:
+            x = np.asarray(x, float)
+            return self.density(x.reshape(-1, 1)).reshape(x.shape)
+        x, y = np.broadcast_arrays(np.asarray(x, float), np.asarray(y, float))
+        pts = np.stack([x.ravel(), y.ravel()], axis=1)
+        return self.density(pts).reshape(x.shape)
+
+    def grid(self, n: int = 201):
+        """Axes and normalised density on an n (x n) grid over the box."""
+        axes = [np.linspace(lo, hi, n) for lo, hi in self.box[: min(self.dim, 2)]]
+        if self.dim == 1:
+            return axes, self.density_xy(axes[0])
+        X, Y = np.meshgrid(axes[0], axes[1], indexing="ij")
+        return axes, self.density_xy(X, Y)
+
+    # -- normalisation -------------------------------------------------------------
+    def _normalise_on_grid(self, n: int | None = None):
+        n = n or (8001 if self.dim == 1 else 501)
+        axes = [np.linspace(lo, hi, n) for lo, hi in self.box]
+        pts = np.stack([a.ravel() for a in np.meshgrid(*axes, indexing="ij")], axis=1)
+        u = self.U_chunked(pts)
+        bad = ~np.isfinite(u)
+        if bad.any():
+            where = pts[np.argmax(bad)]
+            raise PotentialError(f"U is not finite at {_fmt(where)} inside the box {self.box}")
+        cell = np.prod([a[1] - a[0] for a in axes])
+        # trapezoid weights keep the constant accurate at these grid sizes
+        w = np.ones([n] * self.dim)
+        for k in range(self.dim):
+            sl = [slice(None)] * self.dim
+            sl[k] = [0, -1]
+            w[tuple(sl)] *= 0.5
+        log_w = np.log(w.ravel() * cell)
+        self.log_z = float(logsumexp(-u + log_w))
+        self.u_min = float(u.min()) if self.u_min is None else self.u_min
+        self._check_contained(u.reshape([n] * self.dim))
+        self._u_grid = (axes, u.reshape([n] * self.dim))   # reused by the grid marginals
+
+    def _check_contained(self, u_grid: Array):
+        """exp(-U) must have decayed at the edges of the box, or the law is not in the picture."""
+        edge = np.concatenate([np.moveaxis(u_grid, k, 0)[[0, -1]].ravel() for k in range(self.dim)])
+        rel = np.exp(-(edge.min() - u_grid.min()))
+        if rel > 1e-4:
+            raise PotentialError(
+                "exp(-U) does not decay inside the box "
+                f"{self.box}: at its edge the density is {rel:.2g} of its peak "
+                "(is U bounded below and growing in every direction?)")
+
+    def _grid_marginal(self, i: int, n: int = 501):
+        if self.dim == 1:
+            return lambda x: self.density_xy(x)
+        cached = getattr(self, "_u_grid", None)
+        if cached is not None and len(cached[0][0]) == n:
+            axes, dens = cached[0], np.exp(-cached[1] - self.log_z)
+        else:
+            axes = [np.linspace(lo, hi, n) for lo, hi in self.box]
+            dens = self.density_xy(*np.meshgrid(*axes, indexing="ij"))
+        other = axes[1 - i]
+        m = np.trapezoid(dens, other, axis=1 - i)
+        xs = axes[i]
+        return lambda x: np.interp(x, xs, m, left=0.0, right=0.0)
+
+
+def _fmt(v) -> str:
+    return "(" + ", ".join(f"{float(t):.3g}" for t in np.ravel(v)) + ")"

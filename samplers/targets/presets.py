@@ -1,0 +1,162 @@
+"""The named targets: closed-form presets, the data posterior and simplex targets, and the prefixes
+(`expr:`, `gamma:`, `dirichlet:`) that build a target from text. One explicit table each."""
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Callable
+
+import numpy as np
+from scipy import stats
+from scipy.special import logsumexp
+
+from samplers.targets.data import logistic
+from samplers.targets.potential import Array, Potential, PotentialError
+from samplers.targets.simplex import dense_dirichlet, simplex_prefix, sparse_dirichlet
+from samplers.targets.typed import typed_potential
+# ----------------------------------------------------------------------------------
+# presets
+# ----------------------------------------------------------------------------------
+def gaussian() -> Potential:
+    return Potential(
+        "gaussian", 1, lambda t: 0.5 * t[:, 0] ** 2, lambda t: t.copy(), ((-5.0, 5.0),),
+        description="standard normal, U = θ²/2 (recipe paper Fig. 2 left)",
+        formula=r"U(\theta) = \theta^2/2", u_min=0.0, log_z=0.5 * np.log(2 * np.pi),
+        marginals={0: stats.norm().pdf},
+        exact_sampler=lambda n, rng: rng.standard_normal((n, 1)),
+        start=np.zeros(1))
+
+
+def double_well() -> Potential:
+    return Potential(
+        "double-well", 1, lambda t: t[:, 0] ** 4 - 2 * t[:, 0] ** 2,
+        lambda t: 4 * t ** 3 - 4 * t, ((-3.0, 3.0),),
+        description="two modes at ±1, U = θ⁴ − 2θ² (recipe paper Fig. 2 left; Chen et al. Fig. 1)",
+        formula=r"U(\theta) = \theta^4 - 2\theta^2", u_min=-1.0, start=np.zeros(1))
+
+
+def banana() -> Potential:
+    def U(t):
+        a, b = t[:, 0], t[:, 1]
+        return a ** 4 / 10 + (4 * (b + 1.2) - a ** 2) ** 2 / 2
+
+    def grad(t):
+        a, b = t[:, 0], t[:, 1]
+        s = 4 * (b + 1.2) - a ** 2
+        return np.stack([0.4 * a ** 3 - 2 * a * s, 4 * s], axis=1)
+
+    return Potential(
+        "banana", 2, U, grad, ((-4.0, 4.0), (-2.5, 3.5)),
+        description="banana-shaped, U = θ₁⁴/10 + (4(θ₂ + 1.2) − θ₁²)²/2 (recipe paper Fig. 2 right)",
+        formula=r"U(\theta) = \theta_1^4/10 + \left(4(\theta_2+1.2) - \theta_1^2\right)^2/2",
+        u_min=0.0, start=np.array([0.0, -1.2]))
+
+
+def gaussian_nd(name: str, cov: Array, description: str, formula: str, box_sd: float = 5.0) -> Potential:
+    cov = np.asarray(cov, float)
+    d = cov.shape[0]
+    prec = np.linalg.inv(cov)
+    law = stats.multivariate_normal(np.zeros(d), cov)
+    sd = np.sqrt(np.diag(cov))
+    chol = np.linalg.cholesky(cov)
+    return Potential(
+        name, d, lambda t: 0.5 * np.einsum("ni,ij,nj->n", t, prec, t), lambda t: t @ prec,
+        tuple((-box_sd * s, box_sd * s) for s in sd[:2]), description=description, formula=formula,
+        u_min=0.0, log_z=0.5 * (d * np.log(2 * np.pi) + np.linalg.slogdet(cov)[1]),
+        marginals={i: stats.norm(0, sd[i]).pdf for i in range(d)},
+        exact_sampler=lambda n, rng: rng.standard_normal((n, d)) @ chol.T, start=np.zeros(d))
+
+
+def correlated_gaussian(rho: float = 0.9) -> Potential:
+    if not -1 < rho < 1:
+        raise PotentialError(f"correlated-gaussian needs -1 < rho < 1, got {rho}")
+    return gaussian_nd(
+        "correlated-gaussian", [[1.0, rho], [rho, 1.0]],
+        f"2-D Gaussian, unit variances, correlation ρ = {rho:g}",
+        r"U(\theta) = \tfrac12 \theta^\top \Sigma^{-1}\theta,\ \Sigma = \begin{pmatrix}1&\rho\\\rho&1\end{pmatrix}")
+
+
+def gaussian_100d() -> Potential:
+    d = 100
+    return gaussian_nd(
+        "gaussian-100d", np.ones((d, d)) + 4 * np.eye(d),
+        "100-d Gaussian with covariance 11ᵀ + 4I (QNHMC paper §5.1)",
+        r"U(\theta) = \tfrac12 \theta^\top (\mathbf 1\mathbf 1^\top + 4I)^{-1}\theta", box_sd=4.0)
+
+
+MIXTURE_MEANS = np.array([[-2.0, -2.0], [2.0, 2.0], [2.0, -2.0]])
+MIXTURE_WEIGHTS = np.array([0.4, 0.35, 0.25])
+MIXTURE_SD = 0.6
+
+
+def mixture() -> Potential:
+    means, w, s = MIXTURE_MEANS, MIXTURE_WEIGHTS, MIXTURE_SD
+    log_w = np.log(w) - np.log(2 * np.pi * s ** 2)
+
+    def parts(t):
+        diff = t[:, None, :] - means[None]
+        return log_w - 0.5 * (diff ** 2).sum(-1) / s ** 2, diff
+
+    def U(t):
+        return -logsumexp(parts(t)[0], axis=1)
+
+    def grad(t):
+        logp, diff = parts(t)
+        resp = np.exp(logp - logsumexp(logp, axis=1, keepdims=True))
+        return (resp[:, :, None] * diff).sum(1) / s ** 2
+
+    def sample(n, rng):
+        k = rng.choice(len(w), size=n, p=w)
+        return means[k] + s * rng.standard_normal((n, 2))
+
+    marg = {i: (lambda x, i=i: sum(wk * stats.norm(m[i], s).pdf(x) for wk, m in zip(w, means)))
+            for i in range(2)}
+    u_min = float(U(means).min())
+    return Potential(
+        "mixture", 2, U, grad, ((-4.5, 4.5), (-4.5, 4.5)),
+        description="three well-separated Gaussian modes (weights 0.4, 0.35, 0.25, sd 0.6)",
+        formula=r"U(\theta) = -\log \sum_k w_k\, \mathcal N(\theta; \mu_k, 0.6^2 I)",
+        u_min=u_min, log_z=0.0, marginals=marg, exact_sampler=sample, start=np.zeros(2))
+
+
+PRESETS: dict[str, Callable[..., Potential]] = {
+    "gaussian": gaussian,
+    "double-well": double_well,
+    "banana": banana,
+    "correlated-gaussian": correlated_gaussian,
+    "mixture": mixture,
+    "gaussian-100d": gaussian_100d,
+    "sparse-dirichlet": sparse_dirichlet,
+    "dense-dirichlet": dense_dirichlet,
+    "logistic": logistic,
+}
+
+
+# prefix -> builder(text after the prefix, **kwargs)
+PREFIXES: dict[str, Callable[..., Potential]] = {
+    "expr:": typed_potential,
+    "gamma:": simplex_prefix("gamma"),
+    "dirichlet:": simplex_prefix("dirichlet"),
+}
+
+
+def preset_names() -> list[str]:
+    return list(PRESETS)
+
+
+def get_potential(spec: str, **kwargs) -> Potential:
+    """A preset by name, or `expr:<U in x (and y)>` for a typed potential.
+
+    Presets are built once per process (their grids cost a moment); treat them as read-only.
+    """
+    spec = spec.strip()
+    for prefix, build in PREFIXES.items():
+        if spec.startswith(prefix):
+            return build(spec[len(prefix):], **kwargs)
+    if spec not in PRESETS:
+        raise PotentialError(f"unknown potential '{spec}' (choose from {', '.join(PRESETS)}, or expr:...)")
+    return _preset(spec, tuple(sorted(kwargs.items())))
+
+
+@lru_cache(maxsize=32)
+def _preset(name: str, kwargs: tuple) -> Potential:
+    return PRESETS[name](**dict(kwargs))
