@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 LESSONS_DIR = ROOT / "lessons"
 ASSETS_DIR = ROOT / "assets"
 IMAGE_EXT = {".png", ".jpg", ".jpeg", ".gif", ".svg"}
