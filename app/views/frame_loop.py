@@ -9,7 +9,6 @@ self-scheduled one just runs a little later.) The loop stops with the session.
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable
 
 import panel as pn
@@ -26,8 +25,6 @@ class FrameLoop:
                  on_error: Callable[[Exception], None]):
         self.frame, self.active, self.ready, self.on_error = frame, active, ready, on_error
         self.doc = None
-        self.frames = 0
-        self.frame_seconds = 0.0
         self.in_frame = False          # inside a frame the document lock is held (see with_lock)
         self.closed = False
         self._cb = None
@@ -73,7 +70,6 @@ class FrameLoop:
         self._cb = None
         if not self.active():
             return
-        t0 = time.perf_counter()
         if self.doc is not None:
             self._schedule(self._loop_id, FRAME_MS)
         if not self.ready():
@@ -86,8 +82,6 @@ class FrameLoop:
             self.on_error(err)
         finally:
             self.in_frame = False
-        self.frames += 1
-        self.frame_seconds += time.perf_counter() - t0
 
     def pending(self, fn: Callable) -> bool:
         """Whether `fn` waits for the next tick (see with_lock)."""

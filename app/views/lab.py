@@ -154,15 +154,12 @@ class LabView(Viewer):
         return True
 
     def _frame(self):
+        """One frame: advance, aggregate, update the sources."""
         self.lab.frame()
         self._push_metrics()
 
     def _frame_failed(self, err: Exception):
         self.lab.stop(Notice(NoticeKind.FAILED, f"the run stopped: {err}"))
-
-    def tick(self):
-        """One frame: advance, aggregate, update sources (all inside one document hold)."""
-        self.loop.tick()
 
     def stop(self):
         """End of session: stop the loop, drop the runs (their memory goes with them)."""

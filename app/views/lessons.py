@@ -8,6 +8,8 @@ import panel as pn
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from panel.viewable import Viewer
 
+from lessons import run_check
+
 from ..model.content import list_lessons
 from ..model.presets import demo_query
 from .lesson_demo import LessonDemo
@@ -106,7 +108,6 @@ def _markdown(text: str) -> pn.pane.Markdown:
 def _check_line(name: str) -> str:
     """A lesson's numerical check, run here (quick size, memoised per process) and shown with its verdict."""
     try:
-        from lessons import run_check
         res = run_check(name, quick=True)
     except Exception as err:  # a check must never take the page down
         why = str(err).splitlines()[0] if str(err) else type(err).__name__
