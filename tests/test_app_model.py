@@ -280,3 +280,53 @@ def test_lesson_math_reaches_mathjax_as_tex_not_html_entities():
     sent = html.unescape(pane._transform_object(pane.object)["object"])    # what the browser's HTML holds
     math = sent[sent.index("$$"): sent.rindex("$$") + 2]
     assert math == "$$\\begin{pmatrix} 0 & x \\lt  y \\\\ 1 & z \\gt  0 \\end{pmatrix}$$", math
+
+
+def test_parameter_fields_follow_the_config_in_one_batch_and_apply_only_valid_edits():
+    """A link that changes several parameters at once never writes a half-updated set back."""
+    from app.views.controls import ParamFields
+    lab = lab_for(chains=50)
+    fields = ParamFields(lab)
+    versions = lab.version
+    lab.config.params = {"eps": "0.01", "C": "3", "integrator": "splitting"}
+    assert lab.version == versions + 1
+    assert {k: fields.widgets[k].value for k in ("eps", "C", "integrator")} == \
+        {"eps": "0.01", "C": "3", "integrator": "splitting"}
+    assert lab.config.params == {"eps": "0.01", "C": "3", "integrator": "splitting"}
+    fields.widgets["eps"].value = "abc"                      # refused with the reason, not applied
+    assert "not applied" in fields.error.object and lab.config.params["eps"] == "0.01"
+    fields.widgets["eps"].value = "0.02"
+    assert fields.error.object == "" and lab.config.params["eps"] == "0.02"
+    fields.widgets["C"].value = "1.0"                        # back to the default: no override
+    assert "C" not in lab.config.params
+
+
+def test_recipe_cells_write_the_config_and_follow_it_back():
+    from app.views.recipe_editor import RecipeEditor
+    lab = lab_for(potential="gaussian", sampler="sghmc", chains=50)
+    editor = RecipeEditor(lab)
+    editor.cells["Q"][0][1].value = "1"
+    assert lab.config.Q == [["0", "1"], ["1", "0"]] and lab.blocks["config"].kind is BlockKind.RECIPE
+    assert "not skew-symmetric" in editor.error.object and editor.badge.object == ""
+    lab.config.param.update(D=None, Q=None, naive=None)      # "Revert": every cell shows the registered recipe
+    assert editor.cells["Q"][0][1].value == "-1" and lab.config.Q is None and not lab.blocks
+    editor.naive.value = True
+    assert lab.config.naive is True and lab.sides[0].recipe.drop == frozenset({"friction"})
+    lab.config.naive = None
+    assert editor.naive.value is False and lab.config.naive is None
+
+
+def test_a_frame_that_raises_pauses_the_lab_and_says_why():
+    from app.views.lab import LabView
+    view = LabView(lab_for(chains=50), compact=True)
+    lab = view.lab
+    lab.play()
+    view.loop.tick()                       # new figures: the first frame waits for the page
+    assert lab.runs[0].t == 0
+
+    def broken(steps=None):
+        raise RuntimeError("boom")
+    lab.frame = broken
+    view.loop.tick()
+    assert not lab.playing and lab.notice.kind is NoticeKind.FAILED and "boom" in lab.notice.message
+    assert view.alert.visible and view.alert.alert_type == "danger" and "boom" in view.alert.object

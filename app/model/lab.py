@@ -187,13 +187,11 @@ class Lab(param.Parameterized):
             self.notice = None
             self.playing = True
 
-    def pause(self) -> None:
+    def pause(self, notice: Notice | None = None) -> None:
+        """Pause, saying why when the lab itself stops the run."""
         self.playing = False
-
-    def stop(self, notice: Notice) -> None:
-        """Pause and say why."""
-        self.playing = False
-        self.notice = notice
+        if notice is not None:
+            self.notice = notice
 
     def reset(self) -> None:
         playing = self.playing
@@ -218,13 +216,13 @@ class Lab(param.Parameterized):
                 run.advance(steps)
             except USER_ERRORS as err:
                 run.error = str(err)
-                self.stop(Notice(NoticeKind.FAILED, f"{side.sampler.name} stopped at step {run.t}: {err}. "
+                self.pause(Notice(NoticeKind.FAILED, f"{side.sampler.name} stopped at step {run.t}: {err}. "
                                  "Change the parameters (a smaller step size eps usually helps) or reset."))
                 return False
             if run.n_diverged > before:
                 eps = side.sampler.params.get("eps")
                 hint = f" — try a smaller step size, e.g. eps = {eps / 4:.3g}" if eps else ""
-                self.stop(Notice(NoticeKind.DIVERGED, f"{run.n_diverged} of {run.chains} chains of "
+                self.pause(Notice(NoticeKind.DIVERGED, f"{run.n_diverged} of {run.chains} chains of "
                                  f"{side.sampler.name} diverged by step {run.t} and were frozen (they are left out "
                                  f"of the histograms); the run is paused{hint}."))
         return True

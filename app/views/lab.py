@@ -159,7 +159,7 @@ class LabView(Viewer):
         self._push_metrics()
 
     def _frame_failed(self, err: Exception):
-        self.lab.stop(Notice(NoticeKind.FAILED, f"the run stopped: {err}"))
+        self.lab.pause(Notice(NoticeKind.FAILED, f"the run stopped: {err}"))
 
     def stop(self):
         """End of session: stop the loop, drop the runs (their memory goes with them)."""
