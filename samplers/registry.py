@@ -50,7 +50,7 @@ def register(spec: SamplerSpec) -> SamplerSpec:
 
 
 def sampler_names() -> list[str]:
-    from samplers import catalogue, hmc, simplex  # noqa: F401  (declare the samplers)
+    from samplers.families import catalogue, hmc, simplex  # noqa: F401  (declare the samplers)
     return list(REGISTRY)
 
 
