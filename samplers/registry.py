@@ -1,218 +1,46 @@
-"""The sampler registry: each named sampler is a recipe (H, D, Q) plus, optionally, a fast path.
-
-A `SamplerSpec` declares how to build the recipe for a potential and parameters, and a
-specialised step that must equal the generic engine's step for step under the same random
-stream (tests/test_fast_paths.py checks every one). `Sampler` binds a spec to a potential,
-a gradient oracle and parameter values.
-"""
+"""Every named sampler, in one explicit table: adding a sampler is one family module plus one line here."""
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass, field
-from typing import Callable
+from samplers.families import hmc, langevin, sghmc, sgrhmc, simplex, thermostats
+from samplers.gradients import make_oracle
+from samplers.sampler import Sampler, SamplerError, SamplerSpec
+from samplers.targets.presets import get_potential
 
-import numpy as np
-
-from samplers.engine.recipe import Recipe, RecipeError
-
-REGISTRY: dict[str, "SamplerSpec"] = {}
-
-
-class SamplerError(ValueError):
-    pass
-
-
-@dataclass
-class SamplerSpec:
-    name: str
-    title: str
-    source: str                       # the equation it implements
-    doc: str
-    defaults: dict
-    aux: Callable[[int, dict], list]  # aux variable names for theta of dimension d
-    recipe: Callable | None = None    # (sampler) -> Recipe
-    fast: Callable | None = None      # (sampler, z, rng) -> z, equal to recipe.step
-    fast_only: dict = field(default_factory=dict)  # param values only the fast path implements
-    init_aux: Callable | None = None  # (sampler, chains, rng) -> aux (chains, n_aux)
-    corrected: str | None = None      # for a naive sampler: its corrected sibling
-    family: str = "langevin"
-    choices: dict = field(default_factory=dict)  # param -> allowed values (for strings)
-    exact: bool = False               # exact-in-law samplers (HMC with Metropolis, SCIR): no recipe step
-
-    @property
-    def naive(self) -> bool:
-        return self.corrected is not None
-
-
-def register(spec: SamplerSpec) -> SamplerSpec:
-    REGISTRY[spec.name] = spec
-    return spec
+SPECS: tuple[SamplerSpec, ...] = (
+    langevin.SGLD,
+    langevin.SGRLD,
+    sghmc.SGHMC,
+    sghmc.SGHMC_NAIVE,
+    thermostats.SGNHT,
+    thermostats.MSGNHT,
+    sgrhmc.SGRHMC,
+    sgrhmc.SGRHMC_NAIVE,
+    hmc.HMC,
+    hmc.QNHMC,
+    hmc.QNHMC_NAIVE,
+    simplex.SCIR,
+    simplex.SGRLD_SIMPLEX,
+)
+REGISTRY: dict[str, SamplerSpec] = {spec.name: spec for spec in SPECS}
 
 
 def sampler_names() -> list[str]:
-    from samplers.families import catalogue, hmc, simplex  # noqa: F401  (declare the samplers)
     return list(REGISTRY)
 
 
 def get_spec(name: str) -> SamplerSpec:
-    sampler_names()
     if name not in REGISTRY:
         raise SamplerError(f"unknown sampler '{name}' (choose from {', '.join(REGISTRY)})")
     return REGISTRY[name]
 
 
-def build_sampler(name: str, potential, V=None, batch=None, **params) -> "Sampler":
+def make_sampler(name: str, potential, oracle, **params) -> Sampler:
+    """The named sampler on a potential with a given gradient oracle."""
+    return Sampler(get_spec(name), potential, oracle, **params)
+
+
+def build_sampler(name: str, potential, V=None, batch=None, **params) -> Sampler:
     """A named sampler on a potential (a Potential or a preset/expr name) with exact gradients,
     simulated gradient noise of variance V, or minibatches of `batch` data points."""
-    from samplers.gradients import make_oracle
-    from samplers.targets.presets import get_potential
     pot = get_potential(potential) if isinstance(potential, str) else potential
-    return Sampler(name, pot, make_oracle(pot, V, batch), **params)
-
-
-def coerce_params(spec: SamplerSpec, params: dict) -> dict:
-    """Defaults overridden by params; unknown names and bad values raise SamplerError."""
-    out = dict(spec.defaults)
-    for key, value in params.items():
-        if key not in spec.defaults:
-            raise SamplerError(f"sampler '{spec.name}' has no parameter '{key}' "
-                               f"(its parameters: {', '.join(spec.defaults) or 'none'})")
-        default = spec.defaults[key]
-        if key in spec.choices:
-            if value not in spec.choices[key]:
-                raise SamplerError(f"{key} must be one of {', '.join(spec.choices[key])}, got '{value}'")
-            out[key] = value
-            continue
-        if value is None or (isinstance(value, str) and value.lower() in ("none", "auto", "")):
-            out[key] = None
-            continue
-        try:
-            num = int(value) if isinstance(default, int) and not isinstance(default, bool) else float(value)
-        except (TypeError, ValueError):
-            raise SamplerError(f"{key} must be a number, got '{value}'") from None
-        if not np.isfinite(num):
-            raise SamplerError(f"{key} must be finite, got {value}")
-        out[key] = num
-    for key in ("eps",):
-        if key in out and not out[key] > 0:
-            raise SamplerError(f"{key} must be > 0, got {out[key]}")
-    for key in ("C", "A", "M", "metric_D"):
-        if out.get(key) is not None and key in out and not out[key] > 0:
-            raise SamplerError(f"{key} must be > 0, got {out[key]}")
-    for key in ("Bhat",):
-        if out.get(key) is not None and key in out and out[key] < 0:
-            raise SamplerError(f"{key} must be >= 0, got {out[key]}")
-    if out.get("resample_every") is not None and out.get("resample_every", 0) < 0:
-        raise SamplerError("resample_every must be >= 0 (0: never)")
-    return out
-
-
-class Sampler:
-    """A named sampler bound to a potential, a gradient oracle and parameter values."""
-
-    def __init__(self, name: str, potential, oracle, **params):
-        self.spec = get_spec(name)
-        self.name, self.potential, self.oracle = name, potential, oracle
-        self.dim = potential.dim
-        self.params = coerce_params(self.spec, params)
-        self.aux_names = self.spec.aux(self.dim, self.params)
-        self.n = self.dim + len(self.aux_names)
-        self._recipe = None
-        self._edited = False   # True once the recipe was replaced: only the engine knows it then
-
-    def __getitem__(self, key):
-        return self.params[key]
-
-    # the metric constant of SGRLD/SGRHMC: by default U + C = 0.5 at the mode (seeds README, erratum 3)
-    @property
-    def metric_C(self) -> float:
-        c = self.params.get("metric_C")
-        if c is not None:
-            return float(c)
-        return 0.5 - float(self.potential.u_min or 0.0)
-
-    @property
-    def bhat(self):
-        """The B-hat used in Eq. (9): the parameter if set, else the oracle's own estimate."""
-        b = self.params.get("Bhat", 0.0)
-        return b if b is not None else None
-
-    def current_bhat(self, theta):
-        """Call right after the oracle: a minibatch estimates B-hat from the batch it just drew."""
-        b = self.bhat
-        return self.oracle.bhat(theta) if b is None else b
-
-    @property
-    def recipe(self) -> Recipe | None:
-        if self._recipe is None and self.spec.recipe is not None:
-            self._recipe = self.spec.recipe(self)
-        return self._recipe
-
-    @property
-    def has_momentum(self) -> bool:
-        return bool(self.aux_names) and self.aux_names[0].startswith("r")
-
-    def init_state(self, chains: int, rng, theta0=None, spread: float = 0.5) -> np.ndarray:
-        """theta around the potential's start (or theta0), auxiliary variables at their stationary law."""
-        chains = int(chains)
-        if chains < 1:
-            raise SamplerError("need at least one chain")
-        start = self.potential.start if theta0 is None else np.asarray(theta0, float)
-        start = np.zeros(self.dim) if start is None else start
-        theta = start + spread * rng.standard_normal((chains, self.dim))
-        if self.spec.init_aux is None:
-            return theta
-        return np.concatenate([theta, self.spec.init_aux(self, chains, rng)], axis=1)
-
-    def _resample(self, z, rng, t):
-        k = int(self.params.get("resample_every") or 0)
-        if k and t > 0 and t % k == 0 and self.has_momentum:
-            z = z.copy()
-            z[:, self.dim: 2 * self.dim] = np.sqrt(self.params.get("M", 1.0)) * rng.standard_normal(
-                (z.shape[0], self.dim))
-        return z
-
-    def needs_fast_path(self) -> bool:
-        return any(self.params.get(k) == v for k, v in self.spec.fast_only.items())
-
-    def with_recipe(self, recipe: Recipe) -> "Sampler":
-        """The same sampler stepping an edited (H, D, Q) through the generic engine."""
-        if recipe.n != self.n:
-            raise SamplerError(f"the edited recipe has {recipe.n} state variables, the sampler {self.n}")
-        other = copy.copy(self)
-        other._recipe, other._edited = recipe, True
-        return other
-
-    @property
-    def fast_ok(self) -> bool:
-        """Fast paths take a scalar B-hat; a per-chain or matrix one goes through the engine."""
-        if self.spec.fast is None or self._edited:
-            return False
-        b = self.bhat
-        return np.ndim(b) == 0 if b is not None else self.oracle.scalar_bhat
-
-    def step(self, z, rng, t: int = 1):
-        """One step (the fast path where there is one). t counts steps, for momentum resampling."""
-        z = self._resample(z, rng, t)
-        if self.fast_ok or self.needs_fast_path():
-            return self.spec.fast(self, z, rng)
-        return self.engine_step(z, rng, t, resample=False)
-
-    def engine_step(self, z, rng, t: int = 1, resample: bool = True):
-        """One step of the generic recipe engine."""
-        if resample:
-            z = self._resample(z, rng, t)
-        if self.needs_fast_path():
-            raise SamplerError(f"the generic engine implements the Euler scheme only; "
-                               f"{', '.join(f'{k}={v}' for k, v in self.spec.fast_only.items())} "
-                               f"needs the specialised path")
-        if self.recipe is None:
-            raise SamplerError(f"'{self.name}' is not a recipe sampler")
-        return self.recipe.step(z, rng, self.oracle, self.params["eps"], self.bhat)
-
-    def describe(self) -> str:
-        ps = ", ".join(f"{k}={v}" for k, v in self.params.items())
-        return f"{self.name}({ps})"
-
-
-__all__ = ["Sampler", "SamplerSpec", "SamplerError", "RecipeError", "register", "get_spec", "sampler_names"]
+    return make_sampler(name, pot, make_oracle(pot, V, batch), **params)

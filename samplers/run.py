@@ -6,9 +6,40 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from samplers.diagnostics import DivergenceGuard
-from samplers.gradients import make_oracle
-from samplers.targets.presets import get_potential
-from samplers.registry import Sampler
+from samplers.engine.info import StepInfo
+from samplers.sampler import Sampler
+
+
+@dataclass
+class RunStats:
+    """What the steps of a run reported: gradient evaluations, and for samplers with a Metropolis
+    test the proposals and each chain's acceptances."""
+    steps: int = 0
+    grad_evals: int = 0                     # per chain
+    proposals: int = 0
+    accepted: np.ndarray | None = None      # (chains,) accepted proposals
+    last: np.ndarray | None = None          # (chains,) whether the last proposal was accepted
+
+    def record(self, info: StepInfo):
+        self.steps += 1
+        self.grad_evals += info.grad_evals
+        if info.accepted is not None:
+            if self.accepted is None:
+                self.accepted = np.zeros(info.accepted.shape, int)
+            self.proposals += 1
+            self.accepted += info.accepted
+            self.last = info.accepted
+
+    @property
+    def acceptance_rate(self) -> float:
+        """Fraction of all proposals accepted, over chains and steps (NaN without a Metropolis test)."""
+        if not self.proposals:
+            return float("nan")
+        return float(self.accepted.sum() / (self.proposals * self.accepted.size))
+
+    @property
+    def per_chain(self) -> np.ndarray | None:
+        return None if self.accepted is None else self.accepted / max(self.proposals, 1)
 
 
 class Ensemble:
@@ -20,6 +51,7 @@ class Ensemble:
         self.rng = np.random.default_rng(self.seed)
         self.z = sampler.init_state(chains, self.rng, theta0)
         self.guard = DivergenceGuard(self.z.shape[0], bound)
+        self.stats = RunStats()
         self.t = 0
 
     @property
@@ -42,7 +74,8 @@ class Ensemble:
         for _ in range(int(steps)):
             self.t += 1
             with np.errstate(all="ignore"):   # overflow is caught below, per chain
-                new = step(self.z, self.rng, self.t)
+                new, info = step(self.z, self.rng, self.t)
+            self.stats.record(info)
             self.z = self.guard.apply(self.z, new)
         return self.z
 
@@ -55,6 +88,7 @@ class RunResult:
     alive: np.ndarray                 # (chains,)
     meta: dict = field(default_factory=dict)
     aux: np.ndarray | None = None     # (kept, chains, n_aux) when asked for
+    stats: RunStats = field(default_factory=RunStats)
 
 
 def run(sampler: Sampler, steps: int, chains: int = 1000, burn: int = 0, thin: int = 1, seed: int = 0,
@@ -77,11 +111,4 @@ def run(sampler: Sampler, steps: int, chains: int = 1000, burn: int = 0, thin: i
     meta = dict(sampler=sampler.name, potential=sampler.potential.name, params=sampler.params,
                 gradient=sampler.oracle.describe(), seed=int(seed), chains=int(chains), steps=int(steps),
                 burn=int(burn), thin=int(thin), diverged=ens.n_diverged)
-    return RunResult(theta, ens.z, ens.n_diverged, ens.guard.alive.copy(), meta, aux)
-
-
-def quick_run(sampler_name: str, potential: str, steps: int, chains: int = 1000, V=None, batch=None,
-              seed: int = 0, burn: int = 0, thin: int = 1, **params) -> RunResult:
-    pot = get_potential(potential)
-    s = Sampler(sampler_name, pot, make_oracle(pot, V, batch), **params)
-    return run(s, steps, chains, burn, thin, seed)
+    return RunResult(theta, ens.z, ens.n_diverged, ens.guard.alive.copy(), meta, aux, ens.stats)

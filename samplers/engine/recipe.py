@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import sympy
 
+from samplers.engine.info import ONE_GRADIENT
+
 DROPPABLE = {"gamma": r"\Gamma", "friction": r"D\nabla H", "noise_correction": r"\epsilon\hat B"}
 
 
@@ -153,7 +155,7 @@ def _columns(values, n):
     return np.stack([np.broadcast_to(v, (n,)) for v in values], axis=1)
 
 
-def _scaled_noise(var, xi, what="2D - eps*Bhat"):
+def scaled_noise(var, xi, what="2D - eps*Bhat"):
     """sqrt(var) * xi for per-coordinate variances; raises if one is clearly negative."""
     low = var.min(initial=0.0)
     if low < -1e-10 * max(float(np.abs(var).max(initial=0.0)), 1e-300):
@@ -396,7 +398,7 @@ class Recipe:
             if noisy.size:
                 xi = rng.standard_normal((z.shape[0], noisy.size))
                 if compiled and plan.get("var_fn") is not None:
-                    kick = _scaled_noise(_columns(plan["var_fn"](cols, u, gcols, eps, float(b)), z.shape[0]), xi)
+                    kick = scaled_noise(_columns(plan["var_fn"](cols, u, gcols, eps, float(b)), z.shape[0]), xi)
                 else:
                     kick = _correlated_noise(self.noise_cov(z, u, gg, eps, b, noisy), xi, "2D - eps*Bhat")
             z[:, rows] += eps * f
@@ -405,6 +407,10 @@ class Recipe:
             if plan["moves_theta"]:
                 u = g = None
         return z
+
+    def advance(self, z, rng, oracle, eps: float, bhat=0.0, t: int = 1):
+        """`step` with what it did: (new state, StepInfo)."""
+        return self.step(z, rng, oracle, eps, bhat), ONE_GRADIENT
 
     # -- presentation --------------------------------------------------------------
     def matrices_latex(self) -> dict:

@@ -18,107 +18,24 @@ numbers) or the last m pairs (s, y) (L-BFGS). Keeping B in z makes it part of th
 which it is: it carries over from proposal to proposal, chain by chain, and the recipe engine,
 the divergence guard and `run(..., keep_aux=True)` see it like any other auxiliary variable.
 
-Acceptance and gradient-evaluation counts live in `mh_stats(sampler)` (an `MHStats`).
-
-Choices the paper leaves open, and what the checks found (tests/test_hmc.py,
-benchmarks/qnhmc_gaussian100d.py):
-
-* The pairs are (q_{i+1} - q_i, grad U(q_{i+1}) - grad U(q_i)) for the L position moves of a
-  trajectory; Algorithm 2's first update (line 7) has no pair yet and is skipped.
-* B learns only from exact gradients (a noisy oracle leaves B at its initial I or B0 I: QNHMC is then HMC).
-* Pairs that would put an inverse curvature above B_CAP into B are skipped (BFGS also skips s^T y <= 0,
-  SR1 a vanishing denominator), and a divergent trajectory (|H1 - H0| > 1000) restarts B from its
-  initial value instead of keeping C: on the double well, Algorithm 2 as printed otherwise freezes
-  chains with a B learnt near an inflection.
-* Theorem 4 does not hold as argued: B is learnt from the chain's own trajectory, so C depends on
-  where the chain is. On a Gaussian B converges to Sigma and the bias fades; on the double well
-  E[theta^2] comes out near 1.8 instead of 0.83. `adapt=n` freezes B after n proposals (a fixed,
-  valid kernel per chain from then on).
-* The initial B. Algorithm 2 starts from B = I, the scale of theta's units. By default (B0 = auto)
-  B = I serves the first trajectory only: before a chain's first update it becomes (s^T y / y^T y) I
-  from that pair (Nocedal & Wright Eq. 6.20; the L-BFGS path scales by its newest pair, Eq. 7.20), and
-  after a restart the next pair rescales it. B0 = b fixes B = b I instead (B0 = 1: Algorithm 2 as printed).
-* The update. Algorithm 2 uses BFGS (Eq. 1, `update=bfgs`); a dense B uses the symmetric rank-one update
-  by default (SR1, N&W Eq. 6.25, `update=auto`), because on a quadratic with exact pairs BFGS traps the
-  chain during burn-in. Write E = B - Sigma and F = A^1/2 E A^1/2 (A = Sigma^-1). BFGS maps F to
-  Pi F Pi with Pi the orthogonal projection off A^1/2 s: |F| never grows, but an error the pairs do not
-  see is rotated, not removed. On the 100-d Gaussian (Sigma's eigenvalues 4, and 104 along 1) any
-  B0 <= 4 starts with F ~ -f f^T, |f|^2 ~ 0.96, along 1; while the chain drifts towards the mode its pairs
-  barely move along 1, so each update turns f away from where the chain moves, into the bulk. B's
-  eigenvalue along f falls to ~0.5 (Sigma: 4), the chain hardly moves along it because C is small there,
-  and U stays ~50 above its stationary median for ~1000 proposals. SR1 maps E to
-  E - (E y)(E y)^T / (y^T E y) instead: an error of rank one is gone after one pair that sees it, and
-  nothing the pair does not see moves. Measured (benchmarks/qnhmc_gaussian100d.py, seeds 0 and 1,
-  20 chains from 10 N(0, I)): burn-in 101 and 98 proposals with SR1 (77 to 120 for B0 = 1, auto or 10),
-  1175 and 890 with BFGS from the auto scale, 3579 and 3077 with BFGS from B = I, 149 and 141 with BFGS
-  from B0 = 10 (a B above Sigma's bulk, a hand-picked factor), HMC 1653 and 1465; the ESS along 1 is the
-  same once B has converged. SR1's r^T y has either sign, so B may be indefinite: Eq. (7) is exact for
-  any symmetric C, and the dynamics feel C^2 (theta'' = -C C grad U for M = I). L-BFGS is BFGS only; it
-  rescales by its newest pair every proposal and forgets old pairs, so it burns in fast (~100) but
-  learns too little along 1 (memory = 7: ESS of 1.theta ~2x HMC's; dense: >1500x).
+Each proposal reports its acceptances and energy error in its StepInfo. The choices the paper
+leaves open (which pairs, B learnt only from exact gradients, B_CAP and restarts, the initial scale,
+SR1 rather than BFGS for a dense B) and the measurements behind them: docs/notes/qnhmc.md.
 """
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 import numpy as np
 import sympy
 from sympy import Matrix, zeros
 
 from samplers.engine.recipe import Recipe, StateSymbols
-from samplers.registry import SamplerError, SamplerSpec, register
+from samplers.engine.info import StepInfo
+from samplers.sampler import SamplerError, SamplerSpec
 
 AUTO_DENSE_MAX_DIM = 200   # dense BFGS up to this dimension (the paper's 100-d example uses BFGS)
 AUTO_MEMORY = 7            # L-BFGS memory above it (the paper's choice for d = 784, §5.2)
 B_CAP = 1e4                # largest inverse curvature one pair may put into B (bfgs_update, sr1_update)
 SR1_SKIP = 1e-8            # N&W's threshold for a vanishing SR1 denominator
-
-
-# -- acceptance and cost bookkeeping ----------------------------------------------------
-@dataclass
-class MHStats:
-    """Per-chain counts of a Metropolis sampler, reset when the number of chains changes."""
-    proposals: int = 0                      # proposals made by every chain
-    grad_evals: int = 0                     # gradient evaluations per chain (L + 1 per proposal)
-    accepted: np.ndarray = field(default_factory=lambda: np.zeros(0, int))   # (chains,)
-    last: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))      # (chains,) last proposal
-
-    @property
-    def acceptance_rate(self) -> float:
-        """Fraction of all proposals accepted, over chains and steps (NaN before the first)."""
-        if self.proposals == 0 or self.accepted.size == 0:
-            return float("nan")
-        return float(self.accepted.sum() / (self.proposals * self.accepted.size))
-
-    @property
-    def per_chain(self) -> np.ndarray:
-        return self.accepted / max(self.proposals, 1)
-
-    def record(self, accept: np.ndarray, grads: int):
-        if self.accepted.shape != accept.shape:
-            self.proposals, self.grad_evals = 0, 0
-            self.accepted = np.zeros(accept.shape, int)
-        self.proposals += 1
-        self.grad_evals += grads
-        self.accepted += accept
-        self.last = accept.copy()
-
-    def reset(self):
-        self.proposals, self.grad_evals = 0, 0
-        self.accepted, self.last = np.zeros(0, int), np.zeros(0, bool)
-
-
-def mh_stats(s) -> MHStats:
-    """The acceptance/cost record of sampler `s` (created on first use)."""
-    st = getattr(s, "mh_stats", None)
-    if st is None:
-        st = MHStats()
-        s.mh_stats = st
-    return st
-
-
-def acceptance_rate(s) -> float:
-    return mh_stats(s).acceptance_rate
 
 
 # -- the curvature memory -----------------------------------------------------------------
@@ -136,12 +53,13 @@ def _names(prefix: str, d: int) -> list[str]:
     return [prefix] if d == 1 else [f"{prefix}_{i + 1}" for i in range(d)]
 
 
-def hmc_aux(d, params):
+def hmc_layout(d, params):
     _check_common(params)
-    return _names("r", d)
+    return {"momentum": _names("r", d)}
 
 
-def qn_aux(d, params):
+def qn_layout(d, params) -> dict:
+    """theta's momentum, then the curvature memory: B's d*d entries, or L-BFGS's m pairs (s, y)."""
     _check_common(params)
     if params["B0"] is not None and not params["B0"] > 0:
         raise SamplerError(f"B0 must be > 0 (the initial B is B0 I) or auto (B = I, rescaled to "
@@ -153,8 +71,9 @@ def qn_aux(d, params):
         raise SamplerError("update = sr1 needs the dense B (memory = 0); L-BFGS is BFGS only")
     if m == 0:
         b = ["B"] if d == 1 else [f"B_{i + 1}_{j + 1}" for i in range(d) for j in range(d)]
-        return _names("r", d) + b
-    return _names("r", d) + [f"{w}{k + 1}_{i + 1}" for w in "sy" for k in range(m) for i in range(d)]
+        return {"momentum": _names("r", d), "curvature": b}
+    return {"momentum": _names("r", d),
+            "curvature": [f"{w}{k + 1}_{i + 1}" for w in "sy" for k in range(m) for i in range(d)]}
 
 
 def _check_common(params):
@@ -163,8 +82,7 @@ def _check_common(params):
 
 
 def _init_momentum(s, chains, rng):
-    """p ~ N(0, M); a new ensemble also starts a new acceptance record (and `adapt` count)."""
-    mh_stats(s).reset()
+    """p ~ N(0, M)."""
     return np.sqrt(s["M"]) * rng.standard_normal((chains, s.dim))
 
 
@@ -344,7 +262,7 @@ class Curvature:
 
 def current_B(s, z) -> np.ndarray:
     """The inverse-Hessian approximation each chain would use next, (chains, d, d)."""
-    if s.spec.name == "hmc":
+    if not s.layout.has("curvature"):
         return np.broadcast_to(np.eye(s.dim), (z.shape[0], s.dim, s.dim))
     return Curvature(s, z[:, 2 * s.dim:]).matrix()
 
@@ -353,7 +271,7 @@ def current_B(s, z) -> np.ndarray:
 DIVERGENT = 1000.0   # |H1 - H0| beyond which a trajectory counts as divergent (Stan's threshold)
 
 
-def _learns(s) -> bool:
+def _learns(s, t: int) -> bool:
     """Whether this proposal refreshes B.
 
     Curvature pairs need exact gradients: a difference of two noisy gradients is mostly noise, and
@@ -361,10 +279,10 @@ def _learns(s) -> bool:
     With `adapt` set, B learns during the first `adapt` proposals only, after which every chain
     runs a fixed kernel (Theorem 4's argument needs C independent of the chain's past).
     """
-    if s.spec.name == "hmc" or getattr(s.oracle, "noisy", False):
+    if not s.layout.has("curvature") or getattr(s.oracle, "noisy", False):
         return False
     adapt = s.params.get("adapt")
-    return adapt is None or mh_stats(s).proposals < adapt
+    return adapt is None or t - 1 < adapt   # t counts proposals from 1
 
 
 def initial_b0(s) -> float:
@@ -378,7 +296,7 @@ def initial_memory(s, chains: int) -> np.ndarray:
     return np.tile(initial_b0(s) * np.eye(d).ravel(), (chains, 1)) if m == 0 else np.zeros((chains, 2 * m * d))
 
 
-def proposal(s, z, rng, oracle, force, velocity):
+def proposal(s, z, rng, oracle, force, velocity, t: int):
     """One leapfrog trajectory of L steps from z and a Metropolis test, for every chain.
 
     force(q, p, g, z) and velocity(q, p, z) are the p- and theta-components of the drift for the
@@ -387,10 +305,10 @@ def proposal(s, z, rng, oracle, force, velocity):
     evaluations, one uniform per chain (drawn with or without the Metropolis test).
     """
     with np.errstate(all="ignore"):   # a trajectory that blows up is rejected (or left to the guard)
-        return _proposal(s, z, rng, oracle, force, velocity)
+        return _proposal(s, z, rng, oracle, force, velocity, t)
 
 
-def _proposal(s, z, rng, oracle, force, velocity):
+def _proposal(s, z, rng, oracle, force, velocity, t):
     d, eps, L, M = s.dim, s["eps"], int(s["L"]), s["M"]
     c = z.shape[0]
     theta, rest = z[:, :d], z[:, 2 * d:]
@@ -401,7 +319,7 @@ def _proposal(s, z, rng, oracle, force, velocity):
     _, g = oracle(theta, rng)
     p = p0 + 0.5 * eps * force(theta, p0, g, zc)
     q = theta
-    learn = _learns(s)
+    learn = _learns(s, t)
     pairs = []
     for i in range(L):
         q_new = q + eps * velocity(q, p, zc)
@@ -430,26 +348,25 @@ def _proposal(s, z, rng, oracle, force, velocity):
             diverged = ~(np.abs(h1 - h0) < DIVERGENT)
             mem = np.where(diverged[:, None], initial_memory(s, c), mem)
         out[:, 2 * d:] = mem
-    mh_stats(s).record(accept, L + 1)
-    return out
+    return out, StepInfo(grad_evals=L + 1, accepted=accept, energy_error=h1 - h0)
 
 
 # -- fast paths: the vector fields written out ------------------------------------------------
-def hmc_fast(s, z, rng):
+def hmc_fast(s, z, rng, t):
     M = s["M"]
-    return proposal(s, z, rng, s.oracle, lambda q, p, g, zc: -g, lambda q, p, zc: p / M)
+    return proposal(s, z, rng, s.oracle, lambda q, p, g, zc: -g, lambda q, p, zc: p / M, t)
 
 
-def qnhmc_fast(s, z, rng):
+def qnhmc_fast(s, z, rng, t):
     C = Curvature(s, z[:, 2 * s.dim:]).apply
     M = s["M"]
-    return proposal(s, z, rng, s.oracle, lambda q, p, g, zc: -C(g), lambda q, p, zc: C(p) / M)
+    return proposal(s, z, rng, s.oracle, lambda q, p, g, zc: -C(g), lambda q, p, zc: C(p) / M, t)
 
 
-def qnhmc_naive_fast(s, z, rng):
+def qnhmc_naive_fast(s, z, rng, t):
     B = Curvature(s, z[:, 2 * s.dim:]).apply
     M = s["M"]
-    return proposal(s, z, rng, s.oracle, lambda q, p, g, zc: -B(g), lambda q, p, zc: p / M)
+    return proposal(s, z, rng, s.oracle, lambda q, p, g, zc: -B(g), lambda q, p, zc: p / M, t)
 
 
 # -- the recipe view, and a generic leapfrog engine over it -------------------------------------
@@ -494,6 +411,9 @@ class LeapfrogRecipe(Recipe):
                 r"&\text{accept with probability } \min\{1, e^{H_0 - H_1}\}\end{aligned}")
 
     def step(self, z, rng, oracle, eps, bhat=0.0):
+        return self.advance(z, rng, oracle, eps, bhat)[0]
+
+    def advance(self, z, rng, oracle, eps, bhat=0.0, t: int = 1):
         s, d = self.sampler, self.dim
         p_rows, t_rows = np.arange(d, 2 * d), np.arange(d)
 
@@ -508,7 +428,7 @@ class LeapfrogRecipe(Recipe):
         def velocity(q, p, zc):
             return self.drift(assemble(q, p, zc), None, np.zeros_like(q), t_rows)
 
-        return proposal(s, z, rng, oracle, force, velocity)
+        return proposal(s, z, rng, oracle, force, velocity, t)
 
 
 def hmc_recipe(s):
@@ -532,7 +452,7 @@ def qn_recipe(s):
     d, M = s.dim, s["M"]
     if qn_memory(d, s.params) != 0:
         return _lbfgs_recipe(s)
-    b_names = qn_aux(d, s.params)[d:]
+    b_names = qn_layout(d, s.params)["curvature"]
     sym = StateSymbols.make(d, _names("r", d) + b_names)
     r = Matrix(sym.aux[:d])
     B = Matrix(d, d, sym.aux[d:])
@@ -552,7 +472,8 @@ def _lbfgs_recipe(s):
     """z = (theta, p, S, Y) with C the L-BFGS operator of the stored pairs: Q = [[0, -C], [C, 0]] as a
     function of the state (the engine takes Gamma by differences; it is 0, as for dense B)."""
     d, M = s.dim, s["M"]
-    names = qn_aux(d, s.params)
+    layout = qn_layout(d, s.params)
+    names = layout["momentum"] + layout["curvature"]
     sym = StateSymbols.make(d, names)
     r = Matrix(sym.aux[:d])
     n = d + len(names)
@@ -586,39 +507,41 @@ def fixed_c_recipe(C, M: float = 1.0, dim: int = 1):
 COMMON = dict(eps=0.1, L=10, M=1.0, metropolis="on")
 CHOICES = dict(metropolis=("on", "off"))
 
-register(SamplerSpec(
-    "hmc", "HMC", "QNHMC paper (seed 002) Algorithm 1 / Eq. (3) (Neal 2011); acceptance min{1, exp(H0 − H1)}",
-    "Hamiltonian Monte Carlo: p ~ N(0, M), L leapfrog steps of θ̇ = M⁻¹p, ṗ = −∇U, then accept with "
+HMC = SamplerSpec(
+    name="hmc", title="HMC",
+    source="QNHMC paper (seed 002) Algorithm 1 / Eq. (3) (Neal 2011); acceptance min{1, exp(H0 − H1)}",
+    doc="Hamiltonian Monte Carlo: p ~ N(0, M), L leapfrog steps of θ̇ = M⁻¹p, ṗ = −∇U, then accept with "
     "probability min{1, exp(H₀ − H₁)}, H = U + pᵀp/2M evaluated with the exact U (seeds erratum 4). One step "
     "is one proposal. In the recipe: D = 0, Q = [[0, −I], [I, 0]]. With a noisy gradient oracle the leapfrog "
     "map stays volume preserving and reversible in law, so the test with the exact U keeps it exact. "
-    "Acceptance rate: samplers.hmc.acceptance_rate(sampler).",
-    dict(COMMON), hmc_aux, hmc_recipe, hmc_fast, init_aux=_init_momentum, family="hamiltonian",
-    choices=dict(CHOICES), exact=True))
+    "Each proposal reports its acceptances in its StepInfo; runs keep the acceptance rate.",
+    defaults=dict(COMMON), layout=hmc_layout, recipe=hmc_recipe, fast=hmc_fast, init_aux=_init_momentum,
+    family="hamiltonian", choices=dict(CHOICES), exact=True)
 
 QN_DOC = ("B is refreshed from the L (s, y) pairs of the leapfrog's consecutive positions and gradients; kept if "
           "the proposal is accepted, reset to C if it is rejected (Algorithm 2, line 22). update: bfgs = Eq. (1) as in "
           "Algorithm 2; sr1 = symmetric rank one (Nocedal & Wright Eq. 6.25), which on a quadratic removes an error of "
           "B the pairs see instead of rotating it into the directions the chain moves along (with BFGS the 100-d "
-          "Gaussian's burn-in is ~10x longer: samplers/hmc.py); auto = sr1 for a dense B, bfgs for L-BFGS. "
+          "Gaussian's burn-in is ~10x longer: docs/notes/qnhmc.md); auto = sr1 for a dense B, bfgs for L-BFGS. "
           "memory: 0 = dense B (chains × d × d), m > 0 = L-BFGS with the last m pairs, auto = dense up to "
           f"d = {AUTO_DENSE_MAX_DIM}, else m = {AUTO_MEMORY}. B0: auto = B starts at I and, before its first "
           "update, becomes (sᵀy / yᵀy)·I from that pair (Nocedal & Wright Eq. 6.20), the target's scale instead of "
           "the units'; a number b = B starts at b·I (1 with update = bfgs: Algorithm 2 as printed). B is learnt only "
           "from exact gradients (a noisy oracle leaves B at its initial I or B0·I).")
-register(SamplerSpec(
-    "qnhmc", "QNHMC", "QNHMC paper (seed 002) Algorithm 2 with the dynamics of Eq. (7) (Theorem 3)",
-    "Quasi-Newton HMC: θ̇ = C M⁻¹p, ṗ = −C∇U with C = B frozen during a proposal, leapfrog and a "
+QNHMC = SamplerSpec(
+    name="qnhmc", title="QNHMC", source="QNHMC paper (seed 002) Algorithm 2 with the dynamics of Eq. (7) (Theorem 3)",
+    doc="Quasi-Newton HMC: θ̇ = C M⁻¹p, ṗ = −C∇U with C = B frozen during a proposal, leapfrog and a "
     "Metropolis test min{1, exp(H₀ − H₁)}. In the recipe: D = 0, Q = [[0, −C], [C, 0]]. " + QN_DOC,
-    dict(COMMON, memory=None, B0=None, adapt=None, update="auto"), qn_aux, qn_recipe, qnhmc_fast,
-    init_aux=_init_qn, family="hamiltonian", choices=dict(CHOICES, update=QN_UPDATE_CHOICES), exact=True))
+    defaults=dict(COMMON, memory=None, B0=None, adapt=None, update="auto"), layout=qn_layout, recipe=qn_recipe,
+    fast=qnhmc_fast, init_aux=_init_qn, family="hamiltonian", choices=dict(CHOICES, update=QN_UPDATE_CHOICES),
+    exact=True)
 
-register(SamplerSpec(
-    "qnhmc-naive", "naive QNHMC", "QNHMC paper (seed 002) Eq. (4) (Theorem 1 / Corollary 1)",
-    "HMC with ∇U replaced by B∇U and the position update left alone: θ̇ = M⁻¹p, ṗ = −B∇U. Its flow does not "
+QNHMC_NAIVE = SamplerSpec(
+    name="qnhmc-naive", title="naive QNHMC", source="QNHMC paper (seed 002) Eq. (4) (Theorem 1 / Corollary 1)",
+    doc="HMC with ∇U replaced by B∇U and the position update left alone: θ̇ = M⁻¹p, ṗ = −B∇U. Its flow does not "
     "conserve H (dH/dt = pᵀM⁻¹(I − B)∇U), so exp(−H) is not invariant. Runs without the Metropolis test by "
     "default (the dynamics the paper's Corollary 1 is about); metropolis=on repairs it, because the frozen-B "
     "leapfrog map is still volume preserving and reversible, at the price of a lower acceptance. " + QN_DOC,
-    dict(COMMON, metropolis="off", memory=None, B0=None, adapt=None, update="auto"), qn_aux, qn_recipe,
-    qnhmc_naive_fast, init_aux=_init_qn, corrected="qnhmc", family="hamiltonian",
-    choices=dict(CHOICES, update=QN_UPDATE_CHOICES), exact=True))
+    defaults=dict(COMMON, metropolis="off", memory=None, B0=None, adapt=None, update="auto"), layout=qn_layout,
+    recipe=qn_recipe, fast=qnhmc_naive_fast, init_aux=_init_qn, corrected="qnhmc", family="hamiltonian",
+    choices=dict(CHOICES, update=QN_UPDATE_CHOICES), exact=True)

@@ -25,7 +25,8 @@ from sympy import Abs, diag
 from samplers.targets.simplex import SimplexPotential
 from samplers.gradients import Minibatch
 from samplers.engine.recipe import Recipe, StateSymbols
-from samplers.registry import SamplerError, SamplerSpec, register
+from samplers.engine.info import ONE_GRADIENT
+from samplers.sampler import SamplerError, SamplerSpec
 
 
 def _target(s) -> SimplexPotential:
@@ -68,13 +69,13 @@ def cir_transition(theta, a, h, rng):
     return rng.noncentral_chisquare(2.0 * a, 2.0 * c * theta * np.exp(-h)) / (2.0 * c)
 
 
-def scir_fast(s, z, rng):
+def scir_fast(s, z, rng, t):
     """One exact CIR transition over h with a-hat from a fresh minibatch (Eq. 2.3)."""
     theta = np.abs(z)   # a start drawn around the mean may be negative: the CIR is started at |theta|
-    return cir_transition(theta, shape_estimate(s, z.shape[0], rng), s["h"], rng)
+    return cir_transition(theta, shape_estimate(s, z.shape[0], rng), s["h"], rng), ONE_GRADIENT
 
 
-def sgrld_simplex_fast(s, z, rng):
+def sgrld_simplex_fast(s, z, rng, t):
     """Patterson & Teh (2013), expanded mean: an Euler-Maruyama step of the mirrored CIR-type diffusion."""
     pot = _target(s)
     eps = s["eps"]
@@ -89,14 +90,14 @@ def sgrld_simplex_fast(s, z, rng):
         counts = data.counts if idx is None else (data.n / idx.shape[1]) * data.batch_counts(idx)
         drift = data.alpha - theta + counts - data.n * omega
     noise = np.sqrt(eps * theta) * rng.standard_normal(theta.shape)
-    return np.abs(theta + 0.5 * eps * drift + noise)
+    return np.abs(theta + 0.5 * eps * drift + noise), ONE_GRADIENT
 
 
 def _positive(name):
     def aux(d, params):
         if not params[name] > 0:
             raise SamplerError(f"{name} must be > 0, got {params[name]}")
-        return []
+        return {}
     return aux
 
 
@@ -118,20 +119,22 @@ def omega(s, z) -> np.ndarray:
     return _target(s).theta_view(z[:, : s.dim])
 
 
-register(SamplerSpec(
-    "scir", "SCIR", "SCIR paper (seed 004) Eq. (2.2)-(2.3), Algorithm 1 (seeds erratum 6)",
-    "Stochastic Cox-Ingersoll-Ross: each coordinate moves by the exact CIR transition over a step h, "
+SCIR = SamplerSpec(
+    name="scir", title="SCIR", source="SCIR paper (seed 004) Eq. (2.2)-(2.3), Algorithm 1 (seeds erratum 6)",
+    doc="Stochastic Cox-Ingersoll-Ross: each coordinate moves by the exact CIR transition over a step h, "
     "θ' = W/(2c), c = 1/(1 − e^{−h}), W ~ χ²'(2â, 2cθe^{−h}), with â = α + (N/n)Σ_{i∈S} z_i from a fresh "
     "minibatch each step (--batch n; full data without). Stationary law Gamma(a, 1) per coordinate, and "
     "ω = θ/Σθ ~ Dir(a): no discretisation error, no boundary bias. Runs keep ω on simplex targets. "
     "Targets: gamma:a, dirichlet:c1,...,cd, sparse-dirichlet, dense-dirichlet.",
-    dict(h=0.1), _positive("h"), None, scir_fast, init_aux=_check_target, family="simplex", exact=True))
+    defaults=dict(h=0.1), layout=_positive("h"), fast=scir_fast, init_aux=_check_target, family="simplex",
+    exact=True)
 
-register(SamplerSpec(
-    "sgrld-simplex", "SGRLD (simplex)",
-    "Patterson & Teh (2013), expanded-mean SGRLD, as compared in the SCIR paper (seed 004) §1.3",
-    "SGRLD on the simplex, expanded-mean parameterisation with a mirrored gamma prior: "
+SGRLD_SIMPLEX = SamplerSpec(
+    name="sgrld-simplex", title="SGRLD (simplex)",
+    source="Patterson & Teh (2013), expanded-mean SGRLD, as compared in the SCIR paper (seed 004) §1.3",
+    doc="SGRLD on the simplex, expanded-mean parameterisation with a mirrored gamma prior: "
     "θ ← |θ + (ε/2)(α − θ + (N/n)Σ_{i∈S}(z_i − ω)) + sqrt(εθ)·ξ|, ω = θ/Σθ, ξ ~ N(0, I): an Euler-Maruyama "
     "step (of size ε/2) of the diffusion SCIR simulates exactly, reflected at 0. Its discretisation error "
     "biases small ω_j upwards (Proposition 1.1, Fig. 1). On gamma:a the drift is a − θ.",
-    dict(eps=1e-3), _positive("eps"), None, sgrld_simplex_fast, init_aux=_check_target, family="simplex"))
+    defaults=dict(eps=1e-3), layout=_positive("eps"), fast=sgrld_simplex_fast, init_aux=_check_target,
+    family="simplex")

@@ -1,0 +1,63 @@
+"""SGLD and SGRLD: z = theta, H = U, D = I or G(theta)^-1, Q = 0."""
+from __future__ import annotations
+
+import numpy as np
+import sympy
+from sympy import Abs, Matrix, Rational, eye, sqrt, zeros
+
+from samplers.engine.info import ONE_GRADIENT
+from samplers.engine.recipe import Recipe, StateSymbols
+from samplers.families.common import (
+    gradient,
+    hamiltonian_blocks,
+    init_momentum,
+    kick,
+    level_metric,
+    momentum_layout,
+    names,
+    noise_level,
+)
+from samplers.sampler import SamplerSpec
+
+
+def sgld_recipe(s):
+    d = s.dim
+    sym = StateSymbols.make(d, [])
+    return Recipe("sgld", sym, 0, eye(d), zeros(d, d), description="z = theta, H = U, D = I, Q = 0")
+
+
+def sgld_fast(s, z, rng, t):
+    eps = s["eps"]
+    _, g, b = gradient(s, z, rng)
+    return z - eps * g + kick(eps * (2.0 - eps * b), z.shape, rng), ONE_GRADIENT
+
+
+SGLD = SamplerSpec(
+    name="sgld", title="SGLD", source="recipe paper Eq. (13) (Welling & Teh 2011)",
+    doc="Stochastic gradient Langevin dynamics: z = θ, H = U, D = I, Q = 0.",
+    defaults=dict(eps=0.01, Bhat=0.0), layout=lambda d, p: {}, recipe=sgld_recipe, fast=sgld_fast)
+
+
+def sgrld_recipe(s):
+    d = s.dim
+    sym = StateSymbols.make(d, [])
+    return Recipe("sgrld", sym, 0, level_metric(s, sym) * eye(d), zeros(d, d),
+                  description="z = theta, H = U, D = G(theta)^-1, Q = 0")
+
+
+def sgrld_fast(s, z, rng, t):
+    eps, mD = s["eps"], s["metric_D"]
+    u, g, b = gradient(s, z, rng, value=True)
+    w = (u + s.metric_C)[:, None]
+    ginv = mD * np.sqrt(np.abs(w))
+    dginv = 0.5 * mD * np.sign(w) / np.sqrt(np.abs(w))   # d G^-1 / dU; Gamma_i = dginv * dU/dtheta_i
+    return z + eps * (dginv * g - ginv * g) + kick(eps * (2 * ginv - eps * b * ginv ** 2), z.shape, rng), ONE_GRADIENT
+
+
+SGRLD = SamplerSpec(
+    name="sgrld", title="SGRLD", source="recipe paper Eq. (14) (Patterson & Teh 2013; Γ as in Xifara et al. 2014)",
+    doc="Stochastic gradient Riemannian Langevin dynamics: D = G(θ)⁻¹ = metric_D·sqrt|U + metric_C|·I, "
+    "Γ_i = Σ_j ∂_j G⁻¹_ij. metric_C defaults to 0.5 − min U, so U + C ≥ 0.5.",
+    defaults=dict(eps=0.003, metric_D=1.5, metric_C=None, Bhat=0.0), layout=lambda d, p: {}, recipe=sgrld_recipe,
+    fast=sgrld_fast)
+

@@ -1,0 +1,92 @@
+"""SGHMC and its naive form (no friction): z = (theta, r), H = U + r.r/2M."""
+from __future__ import annotations
+
+import numpy as np
+import sympy
+from sympy import Abs, Matrix, Rational, eye, sqrt, zeros
+
+from samplers.engine.info import ONE_GRADIENT
+from samplers.engine.recipe import Recipe, StateSymbols
+from samplers.families.common import (
+    gradient,
+    hamiltonian_blocks,
+    init_momentum,
+    kick,
+    level_metric,
+    momentum_layout,
+    names,
+    noise_level,
+)
+from samplers.sampler import SamplerSpec
+
+
+# -- SGHMC and its naive form ------------------------------------------------------
+def _sghmc_C(s) -> float:
+    """Naive SGHMC injects no noise: its only diffusion is the gradient noise's, eps V / 2."""
+    if s["C"] is not None:
+        return float(s["C"])
+    return 0.5 * s["eps"] * noise_level(s.oracle) if s.spec.naive else 1.0
+
+
+def sghmc_recipe(s):
+    d = s.dim
+    sym = StateSymbols.make(d, names("r", d))
+    r = Matrix(sym.aux)
+    C, M = _sghmc_C(s), s["M"]
+    D = sympy.diag(zeros(d, d), C * eye(d))
+    Q = Matrix(sympy.BlockMatrix([[zeros(d, d), -eye(d)], [eye(d), zeros(d, d)]]))
+    return Recipe(s.name, sym, (r.T * r)[0] / (2 * M), D, Q, blocks=hamiltonian_blocks(d, 2 * d),
+                  drop={"friction"} if s.spec.naive else (), aux_box=[(-4 * np.sqrt(M), 4 * np.sqrt(M))] * d,
+                  description="z = (theta, r), H = U + r.r/2M, D = diag(0, C), Q = [[0, -I], [I, 0]]")
+
+
+def sghmc_fast(s, z, rng, t):
+    d, eps, M = s.dim, s["eps"], s["M"]
+    C = _sghmc_C(s)
+    friction = 0.0 if s.spec.naive else C
+    theta, r = z[:, :d], z[:, d:]
+    if s["integrator"] == "splitting":
+        return _sghmc_splitting(s, theta, r, rng, eps, C, friction, M)
+    _, g, b = gradient(s, theta, rng)
+    # in place where possible: this is the path the speed benchmark holds to the RNG floor
+    out = np.empty_like(z)
+    r_new = out[:, d:]
+    np.multiply(r, 1.0 - eps * friction / M, out=r_new)
+    g *= eps
+    r_new -= g
+    if C:   # with C = 0 the recipe has no diffusion and draws nothing
+        r_new += kick(eps * (2 * C - eps * b), r.shape, rng)
+    np.multiply(r_new, eps / M, out=out[:, :d])
+    out[:, :d] += theta
+    return out, ONE_GRADIENT
+
+
+def _sghmc_splitting(s, theta, r, rng, eps, C, friction, M):
+    """Symmetric splitting A(h/2) B(h/2) O(h) B(h/2) A(h/2) (notes 003; Chen, Ding & Carin 2015)."""
+    damp = np.exp(-friction * eps / (2 * M))
+    theta = theta + 0.5 * eps * r / M
+    r = r * damp
+    _, g, b = gradient(s, theta, rng)
+    r = r - eps * g + (kick(eps * (2 * C - eps * b), r.shape, rng) if C else 0.0)
+    r = r * damp
+    theta = theta + 0.5 * eps * r / M
+    return np.concatenate([theta, r], axis=1), ONE_GRADIENT
+
+
+SGHMC_DOC = ("Stochastic gradient HMC: z = (θ, r), H = U + rᵀr/2M, D = diag(0, C·I), Q = [[0, −I], [I, 0]]; "
+             "noise N(0, ε(2C − εB̂)). integrator: euler (momentum first) or splitting (ABOBA).")
+SGHMC = SamplerSpec(
+    name="sghmc", title="SGHMC", source="recipe paper Eq. (12) (Chen, Fox & Guestrin 2014)", doc=SGHMC_DOC,
+    defaults=dict(eps=0.05, C=1.0, M=1.0, Bhat=0.0, resample_every=0, integrator="euler"), layout=momentum_layout,
+    recipe=sghmc_recipe, fast=sghmc_fast, fast_only=dict(integrator="splitting"), init_aux=init_momentum,
+    family="hamiltonian", choices=dict(integrator=("euler", "splitting")))
+
+SGHMC_NAIVE = SamplerSpec(
+    name="sghmc-naive", title="naive SGHMC", source="recipe paper Eq. (11) (Chen, Fox & Guestrin 2014, Eq. 4)",
+    doc="HMC with ∇U replaced by a noisy ∇Ũ and nothing else: the SGHMC recipe with the friction D∇H dropped. "
+    "Its only diffusion is the gradient noise's, D = diag(0, εV/2) (C defaults to that, and Bhat to V, "
+    "so nothing is injected). Momentum resampled every resample_every steps (Chen et al. use 50).",
+    defaults=dict(eps=0.1, C=None, M=1.0, Bhat=None, resample_every=50, integrator="euler"),
+    layout=momentum_layout, recipe=sghmc_recipe, fast=sghmc_fast, fast_only=dict(integrator="splitting"),
+    init_aux=init_momentum, corrected="sghmc", family="hamiltonian", choices=dict(integrator=("euler", "splitting")))
+

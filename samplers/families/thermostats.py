@@ -1,0 +1,94 @@
+"""SGNHT and mSGNHT: z = (theta, r, xi), the thermostat coupled through Q."""
+from __future__ import annotations
+
+import numpy as np
+import sympy
+from sympy import Abs, Matrix, Rational, eye, sqrt, zeros
+
+from samplers.engine.info import ONE_GRADIENT
+from samplers.engine.recipe import Recipe, StateSymbols
+from samplers.families.common import (
+    gradient,
+    hamiltonian_blocks,
+    init_momentum,
+    kick,
+    level_metric,
+    momentum_layout,
+    names,
+    noise_level,
+)
+from samplers.sampler import SamplerSpec
+
+
+# -- thermostats ---------------------------------------------------------------------
+def _thermostat_recipe(s, multivariate: bool):
+    d, A = s.dim, s["A"]
+    xi_names = names("xi", d) if multivariate else ["xi"]
+    sym = StateSymbols.make(d, names("r", d) + xi_names)
+    r, xi = sym.aux[:d], sym.aux[d:]
+    n = 2 * d + len(xi)
+    Q = zeros(n, n)
+    for i in range(d):
+        Q[i, d + i], Q[d + i, i] = -1, 1
+        k = 2 * d + (i if multivariate else 0)
+        coupling = r[i] if multivariate else r[i] / d
+        Q[d + i, k], Q[k, d + i] = coupling, -coupling
+    D = sympy.diag(zeros(d, d), A * eye(d), zeros(len(xi), len(xi)))
+    # erratum 2: with Q_{r,xi} = r/d the thermostat energy is (d/2)(xi - A)^2
+    thermo = sum((x - A) ** 2 for x in xi) / 2 if multivariate else Rational(d, 2) * (xi[0] - A) ** 2
+    kinetic = sum(v ** 2 for v in r) / 2 + thermo
+    xi_sd = 1.0 if multivariate else 1.0 / np.sqrt(d)
+    return Recipe(s.name, sym, kinetic, D, Q, blocks=hamiltonian_blocks(d, n),
+                  aux_box=[(-4.0, 4.0)] * d + [(A - 4 * xi_sd, A + 4 * xi_sd)] * len(xi),
+                  description="z = (theta, r, xi), thermostat coupling through Q")
+
+
+def _thermostat_fast(s, z, rng, multivariate: bool):
+    d, eps, A = s.dim, s["eps"], s["A"]
+    theta, r, xi = z[:, :d], z[:, d:2 * d], z[:, 2 * d:]
+    if s.params.get("integrator") == "splitting":
+        return _msgnht_splitting(s, theta, r, xi, rng, eps, A)
+    _, g, b = gradient(s, theta, rng)
+    r_new = r - eps * (g + xi * r) + kick(eps * (2 * A - eps * b), r.shape, rng)
+    theta_new = theta + eps * r_new
+    heat = r_new ** 2 if multivariate else (r_new ** 2).mean(axis=1, keepdims=True)
+    return np.concatenate([theta_new, r_new, xi + eps * (heat - 1.0)], axis=1), ONE_GRADIENT
+
+
+def _msgnht_splitting(s, theta, r, xi, rng, eps, A):
+    """A(h/2) B(h/2) O(h) B(h/2) A(h/2) for mSGNHT (notes 003, with the erratum xi <- xi + ...)."""
+    theta = theta + 0.5 * eps * r
+    xi = xi + 0.5 * eps * (r ** 2 - 1.0)
+    r = r * np.exp(-0.5 * eps * xi)
+    _, g, b = gradient(s, theta, rng)
+    r = r - eps * g + kick(eps * (2 * A - eps * b), r.shape, rng)
+    r = r * np.exp(-0.5 * eps * xi)
+    theta = theta + 0.5 * eps * r
+    xi = xi + 0.5 * eps * (r ** 2 - 1.0)
+    return np.concatenate([theta, r, xi], axis=1), ONE_GRADIENT
+
+
+def _init_thermostat(s, chains, rng):
+    n_xi = len(s.aux_names) - s.dim   # one thermostat, or one per coordinate
+    return np.concatenate([rng.standard_normal((chains, s.dim)), np.full((chains, n_xi), s["A"])], axis=1)
+
+
+SGNHT = SamplerSpec(
+    name="sgnht", title="SGNHT",
+    source="recipe paper Eq. (15) (Ding et al. 2014), H with (d/2)(ξ − A)² (seeds erratum 2)",
+    doc="Stochastic gradient Nosé–Hoover thermostat: z = (θ, r, ξ), one scalar ξ that drives rᵀr/d to 1. "
+    "D = diag(0, A·I, 0), Q couples r and ξ through r/d; Γ_ξ = −1.",
+    defaults=dict(eps=0.02, A=1.0, Bhat=0.0), layout=lambda d, p: {"momentum": names("r", d), "thermostat": ["xi"]},
+    recipe=lambda s: _thermostat_recipe(s, False), fast=lambda s, z, rng, t: _thermostat_fast(s, z, rng, False),
+    init_aux=_init_thermostat, family="thermostat")
+
+MSGNHT = SamplerSpec(
+    name="msgnht", title="mSGNHT", source="notes 003, mSGNHT (Ding et al. 2014; Gan et al. 2015)",
+    doc="Multivariate SGNHT: one thermostat ξ_i per coordinate, ξ̇_i = r_i² − 1; H with Σ(ξ_i − A)²/2. "
+    "integrator: euler or splitting (ABOBA, notes 003).",
+    defaults=dict(eps=0.02, A=1.0, Bhat=0.0, integrator="euler"),
+    layout=lambda d, p: {"momentum": names("r", d), "thermostat": names("xi", d)},
+    recipe=lambda s: _thermostat_recipe(s, True), fast=lambda s, z, rng, t: _thermostat_fast(s, z, rng, True),
+    fast_only=dict(integrator="splitting"), init_aux=_init_thermostat, family="thermostat",
+    choices=dict(integrator=("euler", "splitting")))
+
