@@ -1,19 +1,12 @@
 """`panel serve app`: the SG-MCMC lab, one independent lab per browser session.
 
-Bokeh runs this file as a directory app with app/ on sys.path only while it executes; the
-repository root goes on sys.path for good so `app.*` imports (including lazy ones inside
-callbacks) resolve the same way in the server, in tests and in benchmarks.
+Bokeh runs this file as a directory app; the `app` package it imports is the installed one
+(`pip install -e .`), or this checkout's when the server is started from the repository root
+with `python -m panel serve app`.
 """
-import sys
-from pathlib import Path
+import panel as pn
 
-ROOT = str(Path(__file__).resolve().parents[1])
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-import panel as pn  # noqa: E402
-
-from app.views.app import AppView  # noqa: E402
+from app.views.page import AppView
 
 pn.extension("katex", "mathjax", sizing_mode="stretch_width", notifications=False)
 

@@ -1,6 +1,6 @@
 """Server-side cost of one frame of the lab: advance the chains, aggregate, update the sources.
 
-Prints figures (not a test). A frame is what the frame loop does: `LabView.tick()`, i.e.
+Prints figures (not a test). A frame is what the frame loop does: `FrameLoop.tick()`, i.e.
 Lab.frame() (advance `speed` steps, accumulating histograms, paths and the ESS trace) plus
 pushing the aggregates into the Bokeh ColumnDataSources of the whole app's Document (the page
 a browser gets). The one PATCH-DOC message a loaded page receives per frame is built and
@@ -14,39 +14,35 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import panel as pn
+from bokeh.document import Document
+from bokeh.protocol import Protocol
 
-import panel as pn  # noqa: E402
-from bokeh.document import Document  # noqa: E402
-from bokeh.protocol import Protocol  # noqa: E402
-
-from app.views.app import AppView  # noqa: E402
+from app.views.page import AppView
 
 CASES = [("1-D", "double-well", "sghmc"), ("2-D", "banana", "sghmc")]
 
 
 def measure(potential, sampler, chains, speed, frames):
     app = AppView(f"?pot={potential}&s={sampler}&n={chains}&speed={speed}&burn=10")
-    view, lab = app.lab_view, app.lab
+    loop, lab = app.lab_view.loop, app.lab
     doc = Document()
     doc.add_root(pn.panel(app).get_root(doc))
     events = []
     doc.on_change(lambda event: events.append(event))
-    view._doc = doc                      # the frame loop's document, without a server to schedule frames
-    view._schedule = lambda *a: None
+    loop.attach(doc)                     # the frame loop's document, without a server to schedule frames
+    loop._schedule = lambda *a: None
     lab.playing = True
     protocol = Protocol()
     for _ in range(15):                  # warm up, and get past burn-in so the histogram accumulates
-        view.tick()
+        loop.tick()
     cpu, ser, size = [], [], []
     for _ in range(frames):
         events.clear()
         t0 = time.process_time()
-        view.tick()
+        loop.tick()
         cpu.append(time.process_time() - t0)
         t1 = time.process_time()
         msg = protocol.create("PATCH-DOC", events)
@@ -54,7 +50,7 @@ def measure(potential, sampler, chains, speed, frames):
             sum(len(b.to_bytes()) for b in msg.buffers)
         ser.append(time.process_time() - t1)
         size.append(nbytes)
-    assert lab.playing, lab.message
+    assert lab.playing, lab.notice
     return statistics.median(cpu) * 1e3, statistics.median(ser) * 1e3, statistics.median(size) / 1024
 
 
@@ -62,7 +58,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--frames", type=int, default=60)
     args = ap.parse_args()
-    print("server CPU per frame (median), LabView.tick() = advance + aggregate + update ColumnDataSources")
+    print("server CPU per frame (median), FrameLoop.tick() = advance + aggregate + update ColumnDataSources")
     print(f"{'target':<18}{'chains':>8}{'speed':>7}{'frame ms':>10}{'+ patch ms':>12}{'patch KiB':>11}")
     for label, pot, sampler in CASES:
         for chains in (100, 1000, 10000):

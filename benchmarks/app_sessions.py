@@ -13,7 +13,10 @@ histogram's heights) over a fixed window, and reads the server's CPU time from /
   with the server for the same two cores, and each page's drawing costs more than its frames
   cost the server.
 
-    python benchmarks/app_sessions.py [--clients protocol|browser|both] [--seconds 8] [--chains 1000]
+    python -m benchmarks.app_sessions [--clients protocol|browser|both] [--seconds 8] [--chains 1000]
+
+(from the repository root, as a module: it starts the server with the browser tests' helper,
+tests/app_browser_support.py)
 """
 from __future__ import annotations
 
@@ -22,14 +25,10 @@ import json
 import os
 import re
 import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-
-from app_browser_support import CHROMIUM, CHROMIUM_ARGS, AppServer  # noqa: E402
+from tests.app_browser_support import CHROMIUM, CHROMIUM_ARGS, AppServer
 
 
 def cpu_seconds(pid: int) -> float:
@@ -62,8 +61,8 @@ class ProtocolClient:
         self.hist_id = None
 
     async def run(self, stop):
-        from tornado.websocket import websocket_connect
         from tornado.httpclient import HTTPRequest
+        from tornado.websocket import websocket_connect
         ws = await websocket_connect(HTTPRequest(self.ws_url), subprotocols=["bokeh", self.token],
                                      max_message_size=1 << 30)
         parts = []
@@ -122,7 +121,7 @@ def protocol_clients(server: AppServer, n: int, args):
             tasks.append(asyncio.create_task(c.run(stop)))
             await asyncio.sleep(0.2)
         await asyncio.sleep(2.5)                       # every session subscribed and in its steady state
-        for c, t in zip(clients, tasks):
+        for t in tasks:
             if t.done() and t.exception():
                 raise t.exception()
         start = [c.frames for c in clients]
@@ -175,7 +174,7 @@ def browser_clients(server: AppServer, n: int, args):
         # the pages count concurrently: start them all, then collect
         rates = []
         for page in pages:
-            page.evaluate("(js) => { window.__rate = (eval(js))([%s]); }" % args.seconds, COUNT_JS)
+            page.evaluate(f"(js) => {{ window.__rate = (eval(js))([{args.seconds}]); }}", COUNT_JS)
         for page in pages:
             rates.append(page.evaluate("() => window.__rate"))
         dt = time.monotonic() - t0

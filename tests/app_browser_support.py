@@ -43,7 +43,7 @@ class AppServer:
              "--unused-session-lifetime", "5000", "--check-unused-sessions", "1000", *extra_args],
             cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, "BOKEH_LOG_LEVEL": "info"})
 
-    def wait(self, timeout: float = 90.0) -> "AppServer":
+    def wait(self, timeout: float = 90.0) -> AppServer:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

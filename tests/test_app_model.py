@@ -1,28 +1,36 @@
-"""The lab's state and logic without a browser: app.model, app.live_run, app.urlstate, exports, pages."""
+"""The lab's state and logic without a browser (app.model), and the few view pieces testable without one."""
 from __future__ import annotations
 
 import io
+import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # the `app` package lives at the repo root
-
-from app.choices import compare_pairs, demo_query, load_potential  # noqa: E402
-from app.exports import samples_csv, samples_npz  # noqa: E402
-from app.live_run import LiveRun, kl_tv  # noqa: E402
-from app.model import Lab, LabConfig, droppable_term, validate_params  # noqa: E402
-from app.pages import list_lessons  # noqa: E402
-from app.urlstate import apply_query, from_query, parse_search, query_string, to_query  # noqa: E402
-from samplers import diagnostics as dg  # noqa: E402
-from samplers.accuracy import edges_for, exact_masses  # noqa: E402
-from samplers.registry import REGISTRY, sampler_names  # noqa: E402
+from app.model.config import LabConfig
+from app.model.content import list_assets, list_lessons
+from app.model.exports import samples_csv, samples_npz
+from app.model.lab import Lab, droppable_term
+from app.model.live_run import LiveRun, kl_tv
+from app.model.presets import compare_pairs, demo_query, load_potential, validate_params
+from app.model.reasons import Block, BlockKind, NoticeKind
+from app.model.urlstate import apply_query, from_query, parse_search, query_string, to_query
+from samplers import diagnostics as dg
+from samplers.accuracy import edges_for, exact_masses
+from samplers.registry import REGISTRY, sampler_names
 
 
 def lab_for(**cfg) -> Lab:
     return Lab(LabConfig(**cfg))
+
+
+def test_the_model_imports_no_panel_or_bokeh():
+    """app.model is testable without a browser: importing it (in a fresh process) loads neither."""
+    code = ("import sys, app.model.lab, app.model.urlstate, app.model.exports, app.model.content; "
+            "print(sorted({m.split('.')[0] for m in sys.modules} & {'panel', 'bokeh'}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out
 
 
 def test_default_lab_builds_and_runs():
@@ -98,14 +106,16 @@ def test_naive_sgrhmc_is_further_from_the_target_than_corrected():
 def test_invalid_d_and_q_block_the_run_with_the_librarys_message():
     lab = lab_for(potential="gaussian", sampler="sghmc", chains=100)
     lab.config.Q = [["0", "1"], ["1", "0"]]
-    assert "not skew-symmetric" in lab.blocks["config"] and not lab.can_run
+    block = lab.blocks["config"]
+    assert block.kind is BlockKind.RECIPE and "not skew-symmetric" in block.message and not lab.can_run
     assert not lab.frame()
     lab.config.Q = None
     assert lab.can_run
     lab.config.D = [["0", "0"], ["0", "-2"]]
-    assert "not positive semidefinite" in lab.blocks["config"]
+    assert lab.blocks["config"].kind is BlockKind.RECIPE
+    assert "not positive semidefinite" in lab.blocks["config"].message
     lab.config.D = [["0", "0"], ["0", "import os"]]
-    assert "D[r,r]" in lab.blocks["config"]
+    assert "D[r,r]" in lab.blocks["config"].message
     lab.config.D = None
     assert lab.can_run
 
@@ -137,7 +147,8 @@ def test_divergence_pauses_with_a_message_and_freezes_chains():
         if not lab.playing:
             break
     assert not lab.playing
-    assert "diverged" in lab.message and "smaller step size" in lab.message
+    assert lab.notice.kind is NoticeKind.DIVERGED and lab.notice.level == "warning"
+    assert "diverged" in lab.notice.message and "smaller step size" in lab.notice.message
     run = lab.runs[0]
     assert run.n_diverged > 0
     assert np.isfinite(run.metrics()["kl"])      # frozen chains are left out, the rest still scored
@@ -149,7 +160,9 @@ def test_bad_inputs_never_raise():
     lab = lab_for(chains=50)
     for bad in ["expr:", "expr:x^", "expr:__import__('os')", "expr:exp(x)", "nonsense"]:
         lab.config.potential = bad
-        assert "potential" in lab.blocks["config"] or lab.blocks
+        block = lab.blocks["config"]
+        assert block.kind is BlockKind.POTENTIAL and block.message.startswith("potential: "), (bad, block)
+        assert not lab.can_run
     lab.config.potential = "gaussian"
     assert not lab.blocks
     assert validate_params("sgld", {"eps": "-1"})
@@ -157,7 +170,17 @@ def test_bad_inputs_never_raise():
     assert validate_params("sgld", {"nope": "1"})
     assert validate_params("sgld", {"eps": "0.02"}) is None
     lab.config.params = {"eps": "nan"}
-    assert lab.blocks
+    assert lab.blocks["config"].kind is BlockKind.SAMPLER and lab.blocks["config"].message.startswith("sghmc: ")
+
+
+def test_a_typed_potential_blocks_the_run_while_invalid_with_the_parsers_words():
+    lab = lab_for(chains=50)
+    assert lab.check_typed_potential("x^4 - 2*") == Block(BlockKind.POTENTIAL, lab.blocks["potential"].message,
+                                                          lab.blocks["potential"].detail)
+    assert "incomplete" in lab.blocks["potential"].detail and not lab.can_run
+    assert lab.check_typed_potential("   ").message == "the typed potential is empty"
+    assert lab.check_typed_potential("x^4 - 2*x^2") is None
+    assert "potential" not in lab.blocks and lab.can_run
 
 
 def test_typed_potential_is_cached_and_bad_ones_say_why():
@@ -222,7 +245,6 @@ def test_front_matter_and_demo_links(tmp_path):
 
 
 def test_paper_figures_show_one_picture_per_figure(tmp_path):
-    from app.pages import list_assets
     for name in ("fig.png", "fig.svg", "other.svg", "table.csv", "notes.json"):
         (tmp_path / name).write_text("x")
     images, tables = list_assets(tmp_path)
@@ -231,7 +253,7 @@ def test_paper_figures_show_one_picture_per_figure(tmp_path):
 
 
 def test_points_outside_the_view_are_not_drawn_and_simplex_axes_say_omega():
-    from app.plots import RunPlots
+    from app.views.plots import RunPlots
     lab = lab_for(potential="double-well", sampler="sghmc", chains=50)
     run, side = lab.runs[0], lab.sides[0]
     plots = RunPlots(run, side, "A")
@@ -253,8 +275,58 @@ def test_lesson_math_reaches_mathjax_as_tex_not_html_entities():
 
     import panel as pn
 
-    from app.views.pages import math_plugin
+    from app.views.lessons import math_plugin
     pane = pn.pane.Markdown("a $$\\begin{pmatrix} 0 & x < y \\\\ 1 & z > 0 \\end{pmatrix}$$ b", plugins=[math_plugin])
     sent = html.unescape(pane._transform_object(pane.object)["object"])    # what the browser's HTML holds
     math = sent[sent.index("$$"): sent.rindex("$$") + 2]
     assert math == "$$\\begin{pmatrix} 0 & x \\lt  y \\\\ 1 & z \\gt  0 \\end{pmatrix}$$", math
+
+
+def test_parameter_fields_follow_the_config_in_one_batch_and_apply_only_valid_edits():
+    """A link that changes several parameters at once never writes a half-updated set back."""
+    from app.views.controls import ParamFields
+    lab = lab_for(chains=50)
+    fields = ParamFields(lab)
+    versions = lab.version
+    lab.config.params = {"eps": "0.01", "C": "3", "integrator": "splitting"}
+    assert lab.version == versions + 1
+    assert {k: fields.widgets[k].value for k in ("eps", "C", "integrator")} == \
+        {"eps": "0.01", "C": "3", "integrator": "splitting"}
+    assert lab.config.params == {"eps": "0.01", "C": "3", "integrator": "splitting"}
+    fields.widgets["eps"].value = "abc"                      # refused with the reason, not applied
+    assert "not applied" in fields.error.object and lab.config.params["eps"] == "0.01"
+    fields.widgets["eps"].value = "0.02"
+    assert fields.error.object == "" and lab.config.params["eps"] == "0.02"
+    fields.widgets["C"].value = "1.0"                        # back to the default: no override
+    assert "C" not in lab.config.params
+
+
+def test_recipe_cells_write_the_config_and_follow_it_back():
+    from app.views.recipe_editor import RecipeEditor
+    lab = lab_for(potential="gaussian", sampler="sghmc", chains=50)
+    editor = RecipeEditor(lab)
+    editor.cells["Q"][0][1].value = "1"
+    assert lab.config.Q == [["0", "1"], ["1", "0"]] and lab.blocks["config"].kind is BlockKind.RECIPE
+    assert "not skew-symmetric" in editor.error.object and editor.badge.object == ""
+    lab.config.param.update(D=None, Q=None, naive=None)      # "Revert": every cell shows the registered recipe
+    assert editor.cells["Q"][0][1].value == "-1" and lab.config.Q is None and not lab.blocks
+    editor.naive.value = True
+    assert lab.config.naive is True and lab.sides[0].recipe.drop == frozenset({"friction"})
+    lab.config.naive = None
+    assert editor.naive.value is False and lab.config.naive is None
+
+
+def test_a_frame_that_raises_pauses_the_lab_and_says_why():
+    from app.views.lab import LabView
+    view = LabView(lab_for(chains=50), compact=True)
+    lab = view.lab
+    lab.play()
+    view.loop.tick()                       # new figures: the first frame waits for the page
+    assert lab.runs[0].t == 0
+
+    def broken(steps=None):
+        raise RuntimeError("boom")
+    lab.frame = broken
+    view.loop.tick()
+    assert not lab.playing and lab.notice.kind is NoticeKind.FAILED and "boom" in lab.notice.message
+    assert view.alert.visible and view.alert.alert_type == "danger" and "boom" in view.alert.object

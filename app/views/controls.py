@@ -2,20 +2,30 @@
 
 Widgets write into the LabConfig (the single source of truth, mirrored in the URL) and
 follow it when it changes elsewhere (a pasted link, a comparison preset). Bad input shows
-its reason next to the field and is not applied.
+its reason next to the field and is not applied. What only displays the lab's state is bound
+to it (`pn.bind`, parameter references); watchers remain where an edit must be checked or
+applied to several settings at once.
 """
 from __future__ import annotations
 
 import html
 
 import panel as pn
+import param
 from panel.viewable import Viewer
 
-from samplers.potentials import PotentialError
 from samplers.registry import REGISTRY
 
-from ..choices import TYPED, compare_pairs, load_potential, potential_names, sampler_label, samplers
-from ..model import Lab, default_params, validate_params
+from ..model.lab import Lab
+from ..model.presets import (
+    TYPED,
+    compare_pairs,
+    default_params,
+    potential_names,
+    sampler_label,
+    samplers,
+    validate_params,
+)
 
 TYPED_OPTION = "type U(x) or U(x, y)…"
 
@@ -44,15 +54,14 @@ class PotentialPicker(Viewer):
                                          value=self.cfg.potential[len(TYPED):] if typed else "x^4 - 2*x^2",
                                          visible=typed, sizing_mode="stretch_width", css_classes=["expr-input"])
         self.status = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["expr-status"], margin=(0, 10))
-        self.info = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
-        self.formula = pn.pane.LaTeX("", renderer="katex", sizing_mode="stretch_width", margin=(0, 10),
+        self.info = pn.pane.HTML(pn.bind(self._info, lab.param.version), sizing_mode="stretch_width", margin=(0, 10))
+        self.formula = pn.pane.LaTeX(pn.bind(self._formula, lab.param.version), renderer="katex",
+                                     sizing_mode="stretch_width", margin=(0, 10),
                                      styles={"font-size": "0.9em", "overflow-x": "auto"})
         self._pending = None
         self.select.param.watch(self._on_select, "value")
         self.expr.param.watch(self._on_text, "value_input")
         self.cfg.param.watch(self._follow, "potential")
-        lab.param.watch(self._show, "version")
-        self._show()
 
     def _on_select(self, event):
         if event.new == TYPED:
@@ -66,22 +75,11 @@ class PotentialPicker(Viewer):
 
     def _on_text(self, event):
         text = (self.expr.value_input if self.expr.value_input is not None else self.expr.value) or ""
-        if not text.strip():
-            self.status.object = error_html("type U in x (1-D) or x and y (2-D)")
-            self.lab.block("potential", "the typed potential is empty")
-            return
-        try:
-            load_potential(TYPED + text)
-        except PotentialError as err:
-            self.status.object = error_html(str(err))
-            self.lab.block("potential", f"the typed potential is invalid: {err}")
-            return
-        except Exception as err:     # anything else the parser lets through: still only a message
-            self.status.object = error_html(f"cannot use this expression: {err}")
-            self.lab.block("potential", "the typed potential is invalid")
+        reason = self.lab.check_typed_potential(text)
+        if reason is not None:
+            self.status.object = error_html(reason.detail)
             return
         self.status.object = ok_html("✓ valid")
-        self.lab.block("potential", None)
         self._apply_soon(TYPED + text.strip())
 
     def _apply_soon(self, spec: str, delay_ms: int = 350):
@@ -109,20 +107,31 @@ class PotentialPicker(Viewer):
             self.expr.value = event.new[len(TYPED):]
         self.expr.visible = typed
 
-    def _show(self, *_):
+    def _formula(self, _version) -> str:
+        pot = self.lab.potential
+        return f"${pot.formula}$" if pot is not None and pot.formula else ""
+
+    def _info(self, _version) -> str:
         pot = self.lab.potential
         if pot is None:
-            return
-        self.formula.object = f"${pot.formula}$" if pot.formula else ""
-        self.info.object = (f"<div style='font-size:12px;color:#444'>{html.escape(pot.description)} "
-                            f"(dimension {pot.dim})</div>")
+            return ""
+        return f"<div style='font-size:12px;color:#444'>{html.escape(pot.description)} (dimension {pot.dim})</div>"
 
     def __panel__(self):
         return pn.Column(self.select, self.expr, self.status, self.formula, self.info, sizing_mode="stretch_width")
 
 
+def shown_params(sampler: str, overrides: dict) -> dict[str, str]:
+    """Every parameter of `sampler` as its field shows it: the override, else the default ('auto' for None)."""
+    return {key: str(overrides.get(key, "auto" if d is None else d)) for key, d in default_params(sampler).items()}
+
+
 class ParamFields(Viewer):
-    """Text fields for a sampler's parameters (as `coerce_params` accepts them: numbers, 'auto'...)."""
+    """Text fields for a sampler's parameters (as `coerce_params` accepts them: numbers, 'auto'...).
+
+    The fields edit `self.values`, one parameter per field; a change of the configuration from
+    elsewhere updates them all in one batch, so the check of an edit always sees a whole set of
+    values (never one field new and the rest old) and finds nothing to apply."""
 
     def __init__(self, lab: Lab, side: str = "A", **params):
         super().__init__(**params)
@@ -133,7 +142,6 @@ class ParamFields(Viewer):
         self.error = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=[f"params-error-{side.lower()}"],
                                   margin=(0, 10))
         self.widgets: dict = {}
-        self._syncing = False
         self._build()
         self.cfg.param.watch(self._build, [self.sampler_key])
         self.cfg.param.watch(self._follow, [self.params_key])
@@ -141,30 +149,30 @@ class ParamFields(Viewer):
     def _build(self, *_):
         name = getattr(self.cfg, self.sampler_key)
         spec = REGISTRY[name]
-        current = getattr(self.cfg, self.params_key)
+        shown = shown_params(name, getattr(self.cfg, self.params_key))
+        fields = {key: param.Selector(default=value, objects=list(spec.choices[key]), check_on_set=False)
+                  if key in spec.choices else param.String(default=value) for key, value in shown.items()}
+        self.values = param.parameterized_class("SamplerParameters", fields)()
         self.widgets = {}
-        for key, default in spec.defaults.items():
-            value = current.get(key, "auto" if default is None else default)
+        for key in shown:
             if key in spec.choices:
-                w = pn.widgets.Select(name=key, options=list(spec.choices[key]), value=str(value),
-                                      sizing_mode="stretch_width", css_classes=[f"param-{key}"])
+                w = pn.widgets.Select.from_param(self.values.param[key], name=key, sizing_mode="stretch_width",
+                                                 css_classes=[f"param-{key}"])
             else:
-                w = pn.widgets.TextInput(name=key, value=str(value), sizing_mode="stretch_width",
-                                         css_classes=[f"param-{self.side.lower()}-{key}"])
-            w.param.watch(self._on_edit, "value")
+                w = pn.widgets.TextInput.from_param(self.values.param[key], name=key, sizing_mode="stretch_width",
+                                                    css_classes=[f"param-{self.side.lower()}-{key}"])
             self.widgets[key] = w
+        self.values.param.watch(self._on_edit, list(shown))
         self.grid.objects = list(self.widgets.values())
         self.error.object = ""
 
-    def _on_edit(self, event):
-        if self._syncing:
-            return
+    def _on_edit(self, *events):
         name = getattr(self.cfg, self.sampler_key)
         defaults = default_params(name)
         overrides = {}
-        for key, w in self.widgets.items():
-            text = str(w.value).strip()
-            d = defaults.get(key)
+        for key in defaults:
+            text = str(getattr(self.values, key)).strip()
+            d = defaults[key]
             if text in ("", str(d)) or (d is None and text.lower() in ("auto", "none")):
                 continue
             overrides[key] = text
@@ -178,19 +186,18 @@ class ParamFields(Viewer):
 
     def _follow(self, event):
         name = getattr(self.cfg, self.sampler_key)
-        defaults = default_params(name)
-        self._syncing = True
-        try:
-            for key, w in self.widgets.items():
-                d = defaults.get(key)
-                value = str(event.new.get(key, "auto" if d is None else d))
-                if str(w.value) != value and value in (getattr(w, "options", None) or [value]):
-                    w.value = value
-        finally:
-            self._syncing = False
+        spec = REGISTRY[name]
+        self.values.param.update(**{key: value for key, value in shown_params(name, event.new).items()
+                                    if key in self.widgets and (key not in spec.choices or value in spec.choices[key])})
 
     def __panel__(self):
         return pn.Column(self.grid, self.error, sizing_mode="stretch_width")
+
+
+def describe_sampler(name: str) -> str:
+    spec = REGISTRY[name]
+    return (f"<details style='font-size:12px;color:#444'><summary>{html.escape(spec.source)}</summary>"
+            f"{html.escape(spec.doc)}</details>")
 
 
 class SamplerPicker(Viewer):
@@ -204,30 +211,23 @@ class SamplerPicker(Viewer):
         self.select = pn.widgets.Select(name="Sampler" if side == "A" else "Sampler B", options=options,
                                         value=getattr(self.cfg, self.key), sizing_mode="stretch_width",
                                         css_classes=[f"sampler-select-{side.lower()}"])
-        self.doc = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
+        self.doc = pn.pane.HTML(pn.bind(describe_sampler, self.cfg.param[self.key]), sizing_mode="stretch_width",
+                                margin=(0, 10))
         self.fields = ParamFields(lab, side)
+        # a new sampler A starts from its own recipe and parameters: one update of several settings
         self.select.param.watch(self._on_select, "value")
         self.cfg.param.watch(self._follow, [self.key])
-        self._describe()
 
     def _on_select(self, event):
         if getattr(self.cfg, self.key) == event.new:
             return
-        if self.side == "A":   # a new sampler starts from its own recipe and parameters
+        if self.side == "A":
             self.cfg.param.update(sampler=event.new, params={}, D=None, Q=None, naive=None)
         else:
             self.cfg.param.update(sampler_b=event.new, params_b={})
-        self._describe()
 
     def _follow(self, event):
-        if self.select.value != event.new:
-            self.select.value = event.new
-        self._describe()
-
-    def _describe(self):
-        spec = REGISTRY[getattr(self.cfg, self.key)]
-        self.doc.object = (f"<details style='font-size:12px;color:#444'><summary>{html.escape(spec.source)}</summary>"
-                           f"{html.escape(spec.doc)}</details>")
+        self.select.value = event.new
 
     def __panel__(self):
         return pn.Column(self.select, self.doc, self.fields, sizing_mode="stretch_width")
@@ -239,8 +239,11 @@ class RunControls(Viewer):
     def __init__(self, lab: Lab, **params):
         super().__init__(**params)
         self.lab, self.cfg = lab, lab.config
-        self.play = pn.widgets.Button(name="Play", button_type="success", css_classes=["play-button"], width=90)
-        self.step = pn.widgets.Button(name="Step", button_type="default", css_classes=["step-button"], width=70)
+        state = (lab.param.playing, lab.param.blocks, lab.param.version)
+        noise = (lab.param.version, self.cfg.param.batch)
+        self.play = pn.widgets.Button(refs=pn.bind(self._play_state, *state), css_classes=["play-button"], width=90)
+        self.step = pn.widgets.Button(name="Step", button_type="default", css_classes=["step-button"], width=70,
+                                      disabled=pn.bind(lambda *_: not lab.can_run, *state))
         self.reset = pn.widgets.Button(name="Reset", button_type="default", css_classes=["reset-button"], width=70)
         self.play.on_click(self._toggle)
         self.step.on_click(lambda e: lab.step(1))
@@ -252,19 +255,27 @@ class RunControls(Viewer):
         self.seed = pn.widgets.IntInput.from_param(self.cfg.param.seed, name="Seed", sizing_mode="stretch_width",
                                                    css_classes=["seed-input"])
         self.V = pn.widgets.FloatInput.from_param(self.cfg.param.V, name="Gradient noise V", step=0.5,
-                                                  sizing_mode="stretch_width", css_classes=["v-input"])
+                                                  sizing_mode="stretch_width", css_classes=["v-input"],
+                                                  disabled=pn.bind(self._minibatch, *noise))
         self.burn = pn.widgets.IntInput.from_param(self.cfg.param.burn, name="Burn-in (steps)", step=50,
                                                    sizing_mode="stretch_width")
         self.noise = pn.widgets.RadioButtonGroup(options=["simulated noise V", "real minibatches"],
                                                  value="real minibatches" if self.cfg.batch else "simulated noise V",
-                                                 sizing_mode="stretch_width", visible=False)
+                                                 sizing_mode="stretch_width",
+                                                 visible=pn.bind(self._data, lab.param.version))
         self.batch = pn.widgets.IntInput(name="Minibatch size", value=self.cfg.batch or 10, start=1,
-                                         sizing_mode="stretch_width", visible=False)
-        self.noise.param.watch(self._on_noise, "value")
-        self.batch.param.watch(self._on_noise, "value")
-        lab.param.watch(self._refresh, ["playing", "blocks", "version"])
-        self.cfg.param.watch(self._refresh, ["batch"])
-        self._refresh()
+                                         sizing_mode="stretch_width", visible=pn.bind(self._minibatch, *noise))
+        pn.bind(self._on_noise, self.noise, self.batch, watch=True)
+
+    def _play_state(self, playing, *_) -> dict:
+        return dict(name="Pause" if playing else "Play", button_type="warning" if playing else "success",
+                    disabled=not playing and not self.lab.can_run)
+
+    def _data(self, *_) -> bool:
+        return self.lab.potential is not None and self.lab.potential.data is not None
+
+    def _minibatch(self, *_) -> bool:
+        return self._data() and self.cfg.batch is not None
 
     def _toggle(self, event):
         if self.lab.playing:
@@ -272,23 +283,8 @@ class RunControls(Viewer):
         else:
             self.lab.play()
 
-    def _on_noise(self, event):
-        if self.noise.value == "real minibatches":
-            self.cfg.batch = max(1, int(self.batch.value or 1))
-        else:
-            self.cfg.batch = None
-
-    def _refresh(self, *_):
-        lab = self.lab
-        self.play.name = "Pause" if lab.playing else "Play"
-        self.play.button_type = "warning" if lab.playing else "success"
-        self.play.disabled = not lab.playing and not lab.can_run
-        self.step.disabled = not lab.can_run
-        data = lab.potential is not None and lab.potential.data is not None
-        self.noise.visible = data
-        minibatch = data and self.cfg.batch is not None
-        self.batch.visible = minibatch
-        self.V.disabled = minibatch
+    def _on_noise(self, noise, batch):
+        self.cfg.batch = max(1, int(batch or 1)) if noise == "real minibatches" else None
 
     def __panel__(self):
         return pn.Column(pn.Row(self.play, self.step, self.reset), self.speed,
@@ -304,18 +300,18 @@ class CompareControls(Viewer):
         super().__init__(**params)
         self.lab, self.cfg = lab, lab.config
         self.pairs = {p.key: p for p in compare_pairs()}
-        self.toggle = pn.widgets.Switch.from_param(self.cfg.param.compare, name="Compare", css_classes=["compare-switch"])
+        self.toggle = pn.widgets.Switch.from_param(self.cfg.param.compare, name="Compare",
+                                                   css_classes=["compare-switch"])
         options = {"choose a pair…": ""}
         options.update({p.label: p.key for p in self.pairs.values()})
         self.pair = pn.widgets.Select(name="Preset pair", options=options, value="", sizing_mode="stretch_width",
                                       css_classes=["pair-select"])
-        self.pair.param.watch(self._on_pair, "value")
+        pn.bind(self._on_pair, self.pair, watch=True)
         self.picker_b = SamplerPicker(lab, "B")
-        self.body = pn.Column(self.picker_b, visible=self.cfg.compare, sizing_mode="stretch_width")
-        self.cfg.param.watch(lambda e: setattr(self.body, "visible", e.new), "compare")
+        self.body = pn.Column(self.picker_b, visible=self.cfg.param.compare, sizing_mode="stretch_width")
 
-    def _on_pair(self, event):
-        pair = self.pairs.get(event.new)
+    def _on_pair(self, key):
+        pair = self.pairs.get(key)
         if pair is None:
             return
         upd = dict(compare=True, sampler=pair.a, sampler_b=pair.b, params={}, params_b={}, D=None, Q=None,

@@ -11,8 +11,9 @@ import html
 import panel as pn
 from panel.viewable import Viewer
 
-from ..model import Lab, LabConfig
-from ..urlstate import apply_query, parse_search
+from ..model.config import LabConfig
+from ..model.lab import Lab
+from ..model.urlstate import apply_query, parse_search
 from .controls import RunControls
 from .lab import LabView
 

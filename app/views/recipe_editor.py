@@ -4,18 +4,25 @@ the naive switch and the stationarity-residual badge.
 Cells are expressions in the state variables and U, parsed by the library's whitelist parser;
 an invalid matrix (not symmetric PSD, not skew, unparsable) blocks the run with the library's
 message, which names the cell.
+
+Every cell edit goes straight into the configuration (even an invalid one: the lab then shows
+why it is blocked), so the configuration always says what each cell holds. When the editor
+shows a configuration changed elsewhere, it sets each cell and switch to what the configuration
+already says, and an edit that changes nothing is ignored: no flag needed to tell the two apart.
 """
 from __future__ import annotations
 
 import html
 import re
+from functools import partial
 
 import panel as pn
 from panel.viewable import Viewer
 
 from samplers.custom import cell_variables, matrix_cells
 
-from ..model import RESIDUAL_OK, Lab
+from ..model.lab import RESIDUAL_OK, Lab
+from ..model.reasons import BlockKind
 
 TERM_LABEL = {"gamma": "drop Γ (naive variant)", "friction": "drop the friction D∇H (naive variant)"}
 
@@ -39,7 +46,7 @@ def own_cells(recipe, which: str) -> list[list[str]]:
     return [[tidy(c) for c in row] for row in cells]
 
 
-def residual_badge(value, naive_hint: bool = False) -> str:
+def residual_badge(value) -> str:
     """Green when exp(-H) is stationary under the dynamics, red when it is not."""
     if value is None:
         return ""
@@ -69,8 +76,7 @@ class RecipeEditor(Viewer):
                      for k in ("H", "Gamma", "sde", "update")}
         self.cells = {"D": [], "Q": []}
         self._shape_key = None
-        self._syncing = False
-        self.naive.param.watch(self._on_naive, "value")
+        pn.bind(self._on_naive, self.naive, watch=True)
         lab.param.watch(self._render, ["version", "blocks"])
         self.body = pn.Column(sizing_mode="stretch_width")
         self._render()
@@ -81,7 +87,8 @@ class RecipeEditor(Viewer):
         self._cell_width = {1: 240, 2: 160, 3: 110, 4: 80}.get(n, 72)
         widgets = []
         header = [pn.pane.HTML("", width=44, margin=(0, 2))] + [
-            pn.pane.HTML(f"<div style='text-align:center;font-size:12px'>{html.escape(v)}</div>", width=self._cell_width, margin=(0, 2))
+            pn.pane.HTML(f"<div style='text-align:center;font-size:12px'>{html.escape(v)}</div>",
+                         width=self._cell_width, margin=(0, 2))
             for v in names]
         rows = [pn.Row(*header, margin=0)]
         for i in range(n):
@@ -89,29 +96,38 @@ class RecipeEditor(Viewer):
             for j in range(n):
                 w = pn.widgets.TextInput(value=cells[i][j], width=self._cell_width, margin=(1, 2),
                                          css_classes=[f"cell-{which}-{i}-{j}", "recipe-cell"])
-                w.param.watch(self._on_cell, "value")
+                pn.bind(partial(self._on_cell, which, i, j), w, watch=True)
                 row_w.append(w)
             widgets.append(row_w)
-            rows.append(pn.Row(pn.pane.HTML(f"<div style='font-size:12px;padding-top:6px'>{html.escape(names[i])}</div>",
-                                            width=44, margin=(0, 2)), *row_w, margin=0))
+            name = pn.pane.HTML(f"<div style='font-size:12px;padding-top:6px'>{html.escape(names[i])}</div>",
+                                width=44, margin=(0, 2))
+            rows.append(pn.Row(name, *row_w, margin=0))
         self.cells[which] = widgets
         label = "D (symmetric, positive semidefinite)" if which == "D" else "Q (skew-symmetric)"
         # wide matrices scroll inside their box instead of widening the page on a phone
         return pn.Column(pn.pane.HTML(f"<b>{label}</b>", margin=(4, 4)), *rows, margin=(0, 10),
-                         sizing_mode="stretch_width", styles={"overflow-x": "auto", "min-width": "0", "max-width": "100%"})
+                         sizing_mode="stretch_width", styles={"overflow-x": "auto", "min-width": "0",
+                                                              "max-width": "100%"})
 
     def _current_cells(self, side, which):
+        """The cells the configuration says (its own edit, else the registered matrix)."""
         own = getattr(self.cfg, which)
         if own is not None and len(own) == side.base_recipe.n:
             return own
         return own_cells(side.base_recipe, which)
 
+    def _side(self):
+        """Sampler A's side when it has an editable recipe, else None."""
+        side = self.lab.sides[0] if self.lab.sides else None
+        return side if side is not None and side.base_recipe is not None else None
+
     def _render(self, *_):
         lab = self.lab
-        side = lab.sides[0] if lab.sides else None
-        blocked = lab.blocks.get("config", "")
-        if side is None or side.base_recipe is None:
-            reason = ("this sampler is not a recipe sampler" if side is not None and side.sampler.spec.recipe is None
+        side = self._side()
+        block = lab.blocks.get("config")
+        recipe_block = block if block is not None and block.kind is BlockKind.RECIPE else None
+        if side is None:
+            reason = ("this sampler is not a recipe sampler" if lab.sides and lab.sides[0].sampler.spec.recipe is None
                       else "D and Q can be edited for targets of dimension 1 and 2")
             self.body.objects = [pn.pane.HTML(f"<i>{reason}: no D/Q editor.</i>", margin=(0, 10))]
             self._shape_key = None
@@ -119,67 +135,65 @@ class RecipeEditor(Viewer):
         base = side.base_recipe
         names = [str(v) for v in base.sym.z]
         key = (side.sampler.name, tuple(names), lab.potential.name if lab.potential else "")
-        self._syncing = True
-        try:
-            self.naive.value = bool(side.recipe.drop)
-            if key != self._shape_key or not self.body.objects:
-                # a new state layout: new cells (otherwise cells stay, so typing is never interrupted)
-                self._shape_key = key
-                self.naive_label.object = f"<span style='font-size:13px'>{TERM_LABEL[side.term]}</span>"
-                variables = ", ".join(cell_variables(base))
-                self.note.object = (f"<div style='font-size:12px;color:#444'>z = ({html.escape(', '.join(names))}); "
-                                    f"cells are expressions in {html.escape(variables)} (U is the potential's "
-                                    "value). Press Enter or leave a cell to apply.</div>")
-                D = pn.Column(self._make_grid("D", self._current_cells(side, "D"), names), sizing_mode="stretch_width",
-                              styles={"flex": "1 1 360px", "min-width": "0"})
-                Q = pn.Column(self._make_grid("Q", self._current_cells(side, "Q"), names), sizing_mode="stretch_width",
-                              styles={"flex": "1 1 360px", "min-width": "0"})
-                self.body.objects = [
-                    pn.Row(self.naive, self.naive_label, self.revert),
-                    self.badge, self.error, self.note,
-                    pn.FlexBox(D, Q, flex_wrap="wrap", sizing_mode="stretch_width"),
-                    self.math["H"],
-                    pn.pane.HTML("<b>Γ, recomputed from D and Q</b>", margin=(4, 10)), self.math["Gamma"],
-                    pn.pane.HTML("<b>The SDE</b>", margin=(4, 10)), self.math["sde"],
-                    pn.pane.HTML("<b>The update rule (Eq. 9)</b>", margin=(4, 10)), self.math["update"],
-                ]
-            else:
-                for which in ("D", "Q"):
-                    cells = self._current_cells(side, which)
-                    for row_w, row in zip(self.cells[which], cells):
-                        for w, text in zip(row_w, row):
-                            if w.value != text:
-                                w.value = text
-        finally:
-            self._syncing = False
+        self.naive.value = self._naive_shown(side)
+        if key != self._shape_key or not self.body.objects:
+            # a new state layout: new cells (otherwise cells stay, so typing is never interrupted)
+            self._shape_key = key
+            self.naive_label.object = f"<span style='font-size:13px'>{TERM_LABEL[side.term]}</span>"
+            variables = ", ".join(cell_variables(base))
+            self.note.object = (f"<div style='font-size:12px;color:#444'>z = ({html.escape(', '.join(names))}); "
+                                f"cells are expressions in {html.escape(variables)} (U is the potential's "
+                                "value). Press Enter or leave a cell to apply.</div>")
+            D = pn.Column(self._make_grid("D", self._current_cells(side, "D"), names), sizing_mode="stretch_width",
+                          styles={"flex": "1 1 360px", "min-width": "0"})
+            Q = pn.Column(self._make_grid("Q", self._current_cells(side, "Q"), names), sizing_mode="stretch_width",
+                          styles={"flex": "1 1 360px", "min-width": "0"})
+            self.body.objects = [
+                pn.Row(self.naive, self.naive_label, self.revert),
+                self.badge, self.error, self.note,
+                pn.FlexBox(D, Q, flex_wrap="wrap", sizing_mode="stretch_width"),
+                self.math["H"],
+                pn.pane.HTML("<b>Γ, recomputed from D and Q</b>", margin=(4, 10)), self.math["Gamma"],
+                pn.pane.HTML("<b>The SDE</b>", margin=(4, 10)), self.math["sde"],
+                pn.pane.HTML("<b>The update rule (Eq. 9)</b>", margin=(4, 10)), self.math["update"],
+            ]
+        else:
+            for which in ("D", "Q"):
+                for row_w, row in zip(self.cells[which], self._current_cells(side, which)):
+                    for w, text in zip(row_w, row):
+                        w.value = text
         m = side.recipe.matrices_latex()
         self.math["H"].object = short_floats(f"$z = {m['z']}^\\top,\\quad H(z) = {m['H']}$")
         self.math["Gamma"].object = short_floats(f"$\\Gamma(z) = {m['Gamma']}^\\top$")
         self.math["sde"].object = short_floats("$" + side.recipe.latex_sde() + "$")
         self.math["update"].object = short_floats("$" + side.recipe.latex_update() + "$")
         # while D/Q are invalid the last valid recipe's badge would mislead: hide it
-        self.badge.object = "" if blocked.startswith("D and Q") else residual_badge(side.residual)
-        self.error.object = (f"<div style='color:#b00020;font-weight:600'>{html.escape(blocked)}</div>"
-                             if blocked.startswith("D and Q") else "")
+        self.badge.object = "" if recipe_block else residual_badge(side.residual)
+        self.error.object = (f"<div style='color:#b00020;font-weight:600'>{html.escape(recipe_block.message)}</div>"
+                             if recipe_block else "")
 
     # -- edits ------------------------------------------------------------------------
-    def _on_cell(self, event):
-        if self._syncing:
+    def _on_cell(self, which, i, j, text):
+        side = self._side()
+        if side is None:
             return
-        D = [[w.value for w in row] for row in self.cells["D"]]
-        Q = [[w.value for w in row] for row in self.cells["Q"]]
-        side = self.lab.sides[0] if self.lab.sides else None
-        if side is None or side.base_recipe is None:
+        cells = {w: [list(row) for row in self._current_cells(side, w)] for w in ("D", "Q")}
+        if cells[which][i][j] == text:      # what the configuration already says
             return
+        cells[which][i][j] = text
         own_D, own_Q = own_cells(side.base_recipe, "D"), own_cells(side.base_recipe, "Q")
-        self.cfg.param.update(D=None if D == own_D else D, Q=None if Q == own_Q else Q)
+        self.cfg.param.update(D=None if cells["D"] == own_D else cells["D"],
+                              Q=None if cells["Q"] == own_Q else cells["Q"])
 
-    def _on_naive(self, event):
-        if self._syncing:
+    def _naive_shown(self, side) -> bool:
+        """What the configuration says of the naive switch (None: as registered)."""
+        return bool(side.base_recipe.drop) if self.cfg.naive is None else self.cfg.naive
+
+    def _on_naive(self, value):
+        side = self._side()
+        if side is None or value == self._naive_shown(side):   # what the configuration already says
             return
-        side = self.lab.sides[0] if self.lab.sides else None
-        registered = bool(side.base_recipe.drop) if side and side.base_recipe is not None else False
-        self.cfg.naive = None if event.new == registered else event.new
+        self.cfg.naive = None if value == bool(side.base_recipe.drop) else value
 
     def __panel__(self):
         return self.body

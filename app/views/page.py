@@ -5,10 +5,13 @@ from __future__ import annotations
 import panel as pn
 from panel.viewable import Viewer
 
-from ..model import Lab, LabConfig
-from ..urlstate import apply_query, parse_search, query_string
+from ..model.config import LabConfig
+from ..model.lab import Lab
+from ..model.reasons import Notice, NoticeKind
+from ..model.urlstate import apply_query, parse_search, query_string
+from .figures import FiguresView
 from .lab import LabView
-from .pages import FiguresView, LessonsView
+from .lessons import LessonsView
 
 TABS = ["lab", "lessons", "figures"]
 CSS = """
@@ -24,9 +27,7 @@ class AppView(Viewer):
         self.config = LabConfig()
         errors = apply_query(self.config, query)
         self.lab = Lab(self.config)
-        if errors:
-            self.lab.level = "warning"
-            self.lab.message = "Some of the link was ignored: " + "; ".join(errors)
+        self._report_ignored(errors)
         self.lab_view = LabView(self.lab)
         tab = query.get("tab", "lab")
         self.lessons = LessonsView(query.get("lesson", ""))
@@ -82,9 +83,11 @@ class AppView(Viewer):
             return
         query = parse_search(event.new)
         self._last_search = event.new
-        errors = apply_query(self.config, query)
+        self._report_ignored(apply_query(self.config, query))
+
+    def _report_ignored(self, errors: list[str]) -> None:
         if errors:
-            self.lab.message = "Some of the link was ignored: " + "; ".join(errors)
+            self.lab.notice = Notice(NoticeKind.LINK, "Some of the link was ignored: " + "; ".join(errors))
 
     def stop(self):
         self.lab_view.stop()

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from lessons import load_lessons
+
+ROOT = Path(__file__).resolve().parents[2]
 LESSONS_DIR = ROOT / "lessons"
 ASSETS_DIR = ROOT / "assets"
 IMAGE_EXT = {".png", ".jpg", ".jpeg", ".gif", ".svg"}
@@ -13,7 +15,6 @@ MAX_FILE_BYTES = 2_000_000
 
 def list_lessons(folder: Path = LESSONS_DIR) -> list:
     """The course's pages, parsed by the lessons package; a malformed page is left out, not fatal."""
-    from lessons import load_lessons
     return load_lessons(folder, strict=False)
 
 

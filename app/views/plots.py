@@ -30,7 +30,7 @@ from bokeh.palettes import Blues256, Category10_10
 from bokeh.plotting import figure
 from bokeh.transform import linear_cmap
 
-from .live_run import LiveRun
+from ..model.live_run import LiveRun
 
 TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
 PATH_COLORS = [Category10_10[i] for i in (1, 2, 3, 4, 6, 8)]
@@ -388,13 +388,14 @@ def metrics_html(m: dict, label: str, color: str, title: str) -> str:
         rows.append(("FP residual", "residual", m["residual_text"]))
     cells = "".join(
         f"<tr><td style='padding:1px 10px 1px 0;color:#555'>{html.escape(n)}</td>"
-        f"<td data-metric='{key}-{label.lower()}' style='font-family:monospace;text-align:right'>{html.escape(v)}</td></tr>"
+        f"<td data-metric='{key}-{label.lower()}' style='font-family:monospace;text-align:right'>"
+        f"{html.escape(v)}</td></tr>"
         for n, key, v in rows)
-    warn = "color:#b00020;font-weight:600" if m["diverged"] else "color:#555"
+    style = "color:#b00020;font-weight:600" if m["diverged"] else "color:#777"
     return (f"<div style='border-left:4px solid {color};padding-left:8px'>"
             f"<div style='font-weight:600'>{html.escape(title)}</div>"
             f"<table style='border-collapse:collapse'>{cells}</table>"
-            f"<div style='font-size:11px;{warn if m['diverged'] else 'color:#777'}'>histogram: {html.escape(src)}</div></div>")
+            f"<div style='font-size:11px;{style}'>histogram: {html.escape(src)}</div></div>")
 
 
 class KLHistory:

@@ -1,9 +1,7 @@
-"""The lab's state and logic, with no Panel in it: testable without a browser.
+"""`Lab`: a configuration turned into one or two live runs, advanced frame by frame.
 
-`LabConfig` is everything a link reproduces (potential, samplers and their parameters, the
-edited D and Q, gradient noise, chains, seed, speed). `Lab` turns a configuration into one
-or two `LiveRun`s, advances them frame by frame, and says why it cannot run (`blocks`) or
-why it stopped (`message`). Every error a user can cause ends in a message, never in an
+The lab says why it cannot run (`blocks`, one `Block` per source) and why it stopped (`notice`)
+as structured values (see reasons.py). Every error a user can cause ends there, never in an
 exception escaping to the server.
 """
 from __future__ import annotations
@@ -12,50 +10,22 @@ import numpy as np
 import param
 
 from samplers.custom import edited_recipe, matrix_cells
-from samplers.gradients import GradientError, make_oracle
+from samplers.gradients import GradientError
 from samplers.potentials import PotentialError
 from samplers.recipe import RecipeError
-from samplers.registry import REGISTRY, Sampler, SamplerError, coerce_params, get_spec
+from samplers.registry import SamplerError, build_sampler
 from samplers.stationarity import stationarity_residual
 
-from .choices import MAX_RECIPE_DIM, load_potential, potential_names, samplers
+from .config import LabConfig
 from .live_run import LiveRun
+from .presets import MAX_RECIPE_DIM, TYPED, load_potential
+from .reasons import Block, BlockKind, Notice, NoticeKind
 
 MAX_STATE = 4_000_000          # chains x state size: beyond this one session would hog the server
 RESIDUAL_OK = 1e-4             # below this the (H, D, Q) counts as stationary (Residual.ok's default)
 _RESIDUAL_CACHE: dict = {}
 USER_ERRORS = (PotentialError, SamplerError, RecipeError, GradientError, ValueError, TypeError,
                ArithmeticError, np.linalg.LinAlgError)
-
-
-class LabConfig(param.Parameterized):
-    """What a shared link reproduces. Sampler parameters are kept as typed (strings), exactly
-    as `registry.coerce_params` accepts them, so they round-trip through the URL."""
-
-    potential = param.String(default="banana", doc="a preset name or 'expr:<U(x[, y])>'")
-    sampler = param.Selector(default="sghmc", objects=[])
-    params = param.Dict(default={}, doc="parameter overrides of sampler A")
-    compare = param.Boolean(default=False)
-    sampler_b = param.Selector(default="sghmc-naive", objects=[])
-    params_b = param.Dict(default={})
-    V = param.Number(default=1.0, bounds=(0, 1e6), doc="simulated gradient-noise variance")
-    batch = param.Integer(default=None, allow_None=True, bounds=(1, None),
-                          doc="real minibatch size (data posteriors only); None: simulated noise V")
-    chains = param.Integer(default=1000, bounds=(1, 100_000))
-    seed = param.Integer(default=1, bounds=(0, 2**32 - 1))
-    speed = param.Integer(default=5, bounds=(1, 1000), doc="steps per frame")
-    burn = param.Integer(default=100, bounds=(0, 10**7), doc="steps before the histogram accumulates")
-    D = param.List(default=None, allow_None=True, doc="edited D cells of sampler A (None: its own)")
-    Q = param.List(default=None, allow_None=True)
-    naive = param.Boolean(default=None, allow_None=True,
-                          doc="drop Γ (or the friction) from sampler A's recipe; None: as registered")
-    log_view = param.Boolean(default=False, doc="log-scale marginals (sparse Dirichlet)")
-
-    def __init__(self, **params):
-        names = samplers()
-        self.param.sampler.objects = names
-        self.param.sampler_b.objects = names
-        super().__init__(**params)
 
 
 def droppable_term(recipe) -> str:
@@ -98,9 +68,9 @@ class Lab(param.Parameterized):
     """Runs the configured samplers and reports on them."""
 
     playing = param.Boolean(default=False)
-    message = param.String(default="", doc="why the run stopped, or a warning")
-    level = param.Selector(default="info", objects=["info", "warning", "danger", "success"])
-    blocks = param.Dict(default={}, doc="source -> reason the run cannot start")
+    notice = param.ClassSelector(class_=Notice, default=None, allow_None=True,
+                                 doc="why the run stopped, or what was ignored; None: nothing to say")
+    blocks = param.Dict(default={}, doc="source ('config', 'potential') -> the Block that keeps the run from starting")
     version = param.Integer(default=0, doc="bumped whenever the runs are rebuilt")
     stepped = param.Event(doc="a single step was taken outside the frame loop")
 
@@ -117,9 +87,10 @@ class Lab(param.Parameterized):
     def _config_changed(self, *events):
         self.rebuild()
 
-    def block(self, source: str, reason: str | None) -> None:
+    def block(self, source: str, reason: Block | None) -> None:
+        """Keep the run from starting for `reason` (None lifts the block of that source)."""
         blocks = dict(self.blocks)
-        if reason:
+        if reason is not None:
             blocks[source] = reason
             self.playing = False
         else:
@@ -127,19 +98,31 @@ class Lab(param.Parameterized):
         if blocks != self.blocks:
             self.blocks = blocks
 
+    def check_typed_potential(self, text: str) -> Block | None:
+        """Block the run while the U being typed is not a valid potential (None when it is valid)."""
+        reason = None
+        if not text.strip():
+            reason = Block(BlockKind.POTENTIAL, "the typed potential is empty",
+                           "type U in x (1-D) or x and y (2-D)")
+        else:
+            try:
+                load_potential(TYPED + text)
+            except PotentialError as err:
+                reason = Block(BlockKind.POTENTIAL, f"the typed potential is invalid: {err}", str(err))
+            except Exception as err:     # anything else the parser lets through: still only a message
+                reason = Block(BlockKind.POTENTIAL, "the typed potential is invalid",
+                               f"cannot use this expression: {err}")
+        self.block("potential", reason)
+        return reason
+
     @property
     def can_run(self) -> bool:
         return bool(self.runs) and not self.blocks and not any(r.error for r in self.runs)
 
-    def _make_sampler(self, name, params, pot):
-        cfg = self.config
-        batch = cfg.batch if pot.data is not None else None
-        oracle = make_oracle(pot, None if batch else cfg.V, batch)
-        return Sampler(name, pot, oracle, **params)
-
     def _side(self, label, name, params, pot, editable) -> Side:
         cfg = self.config
-        s = self._make_sampler(name, params, pot)
+        batch = cfg.batch if pot.data is not None else None
+        s = build_sampler(name, pot, None if batch else cfg.V, batch, **params)
         if s.spec.recipe is None or pot.dim > MAX_RECIPE_DIM:
             return Side(label, s)
         base = s.recipe
@@ -152,18 +135,19 @@ class Lab(param.Parameterized):
                 Q = cfg.Q if cfg.Q is not None else matrix_cells(base._raw[1])
                 recipe = edited_recipe(base, D, Q, drop)
                 s = s.with_recipe(recipe)
+        edited = recipe is not base
         key = (pot.name, name, tuple(sorted(s.params.items(), key=str)), recipe.drop,
-               str(cfg.D) if recipe is not base else "", str(cfg.Q) if recipe is not base else "", str(s.oracle.describe()))
+               str(cfg.D) if edited else "", str(cfg.Q) if edited else "", str(s.oracle.describe()))
         return Side(label, s, base, recipe, residual(recipe, pot, key), term)
 
     def rebuild(self) -> None:
         """New runs from the configuration; on bad input keep the old runs on screen, blocked."""
         cfg = self.config
-        self.message = ""
+        self.notice = None
         try:
             pot = load_potential(cfg.potential)
         except USER_ERRORS as err:
-            self.block("config", f"potential: {err}")
+            self.block("config", Block(BlockKind.POTENTIAL, f"potential: {err}"))
             return
         sides = [("A", cfg.sampler, cfg.params, True)]
         if cfg.compare:
@@ -173,16 +157,17 @@ class Lab(param.Parameterized):
             try:
                 side = self._side(label, name, params, pot, editable)
             except RecipeError as err:
-                self.block("config", f"D and Q of {name}: {err} — the run does not start until this is fixed")
+                self.block("config", Block(BlockKind.RECIPE, f"D and Q of {name}: {err} — the run does not start "
+                                                             "until this is fixed"))
                 return
             except USER_ERRORS as err:
-                self.block("config", f"{name}: {err}")
+                self.block("config", Block(BlockKind.SAMPLER, f"{name}: {err}"))
                 return
             built.append(side)
         n = max(side.sampler.n for side in built)
         if cfg.chains * n > MAX_STATE:
-            self.block("config", f"{cfg.chains} chains of a {n}-variable state are too many for one session "
-                                 f"(at most {MAX_STATE // n})")
+            self.block("config", Block(BlockKind.SIZE, f"{cfg.chains} chains of a {n}-variable state are too many "
+                                                       f"for one session (at most {MAX_STATE // n})"))
             return
         try:
             runs = [LiveRun(side.sampler, cfg.chains, cfg.seed, cfg.burn, label=side.label) for side in built]
@@ -190,7 +175,7 @@ class Lab(param.Parameterized):
                 for run in runs:
                     run.enable_log_marginal()
         except USER_ERRORS as err:
-            self.block("config", str(err))
+            self.block("config", Block(BlockKind.RUN, str(err)))
             return
         self.potential, self.sides, self.runs = pot, built, runs
         self.block("config", None)
@@ -199,11 +184,14 @@ class Lab(param.Parameterized):
     # -- running ---------------------------------------------------------------------
     def play(self) -> None:
         if self.can_run:
-            self.message = ""
+            self.notice = None
             self.playing = True
 
-    def pause(self) -> None:
+    def pause(self, notice: Notice | None = None) -> None:
+        """Pause, saying why when the lab itself stops the run."""
         self.playing = False
+        if notice is not None:
+            self.notice = notice
 
     def reset(self) -> None:
         playing = self.playing
@@ -228,34 +216,13 @@ class Lab(param.Parameterized):
                 run.advance(steps)
             except USER_ERRORS as err:
                 run.error = str(err)
-                self.playing = False
-                self.level = "danger"
-                self.message = (f"{side.sampler.name} stopped at step {run.t}: {err}. "
-                                "Change the parameters (a smaller step size eps usually helps) or reset.")
+                self.pause(Notice(NoticeKind.FAILED, f"{side.sampler.name} stopped at step {run.t}: {err}. "
+                                 "Change the parameters (a smaller step size eps usually helps) or reset."))
                 return False
             if run.n_diverged > before:
-                self.playing = False
-                self.level = "warning"
                 eps = side.sampler.params.get("eps")
                 hint = f" — try a smaller step size, e.g. eps = {eps / 4:.3g}" if eps else ""
-                self.message = (f"{run.n_diverged} of {run.chains} chains of {side.sampler.name} diverged by "
-                                f"step {run.t} and were frozen (they are left out of the histograms); "
-                                f"the run is paused{hint}.")
+                self.pause(Notice(NoticeKind.DIVERGED, f"{run.n_diverged} of {run.chains} chains of "
+                                 f"{side.sampler.name} diverged by step {run.t} and were frozen (they are left out "
+                                 f"of the histograms); the run is paused{hint}."))
         return True
-
-
-def validate_params(sampler: str, params: dict) -> str | None:
-    """None when `params` are acceptable overrides for `sampler`, else the library's one-line reason."""
-    try:
-        coerce_params(get_spec(sampler), params)
-    except SamplerError as err:
-        return str(err)
-    return None
-
-
-def default_params(sampler: str) -> dict:
-    return dict(REGISTRY[sampler].defaults) if sampler in REGISTRY else {}
-
-
-def known_potential(spec: str) -> bool:
-    return spec.startswith("expr:") or spec in potential_names()

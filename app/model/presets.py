@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 from samplers.potentials import Potential, get_potential, preset_names
-from samplers.registry import REGISTRY, sampler_names
+from samplers.registry import REGISTRY, SamplerError, coerce_params, get_spec, sampler_names
 
 TYPED = "expr:"          # prefix of a typed potential, as the library spells it
 MAX_RECIPE_DIM = 2       # sympy recipes of 100-d targets take minutes to build: edit D/Q only up to here
-_TYPED_CACHE: "OrderedDict[str, Potential]" = OrderedDict()
+_TYPED_CACHE: OrderedDict[str, Potential] = OrderedDict()
 _TYPED_CACHE_SIZE = 64
 
 
@@ -46,6 +47,23 @@ def samplers() -> list[str]:
 def sampler_label(name: str) -> str:
     spec = REGISTRY[name]
     return f"{spec.title} ({name})"
+
+
+def known_potential(spec: str) -> bool:
+    return spec.startswith(TYPED) or spec in potential_names()
+
+
+def default_params(sampler: str) -> dict:
+    return dict(REGISTRY[sampler].defaults) if sampler in REGISTRY else {}
+
+
+def validate_params(sampler: str, params: dict) -> str | None:
+    """None when `params` are acceptable overrides for `sampler`, else the library's one-line reason."""
+    try:
+        coerce_params(get_spec(sampler), params)
+    except SamplerError as err:
+        return str(err)
+    return None
 
 
 @dataclass(frozen=True)
@@ -100,7 +118,6 @@ DEMO_KEYS = {"potential": "pot", "sampler": "s", "V": "V", "batch": "batch", "ch
 def demo_query(demo) -> str:
     """A lab query for a lesson's demo: a preset name, a query string, or a mapping like
     {potential, sampler, params, V, batch, chains, seed, steps_per_frame, compare, compare_params, drop}."""
-    from urllib.parse import urlencode
     if isinstance(demo, dict):
         q = {}
         for key, url_key in DEMO_KEYS.items():

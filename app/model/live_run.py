@@ -283,8 +283,8 @@ class LiveRun:
         dens, joint, outside = self.histograms()
         kl, tv = kl_tv(joint, outside, self.masses)
         ess, eff = self.ess()
-        out = dict(t=self.t, chains=self.chains, dim=self.dim, diverged=self.n_diverged, kl=kl, tv=tv, ess=ess, ess_per=eff,
-                   kept=self.kept, accumulating=self.accumulating, burn=self.burn)
+        out = dict(t=self.t, chains=self.chains, dim=self.dim, diverged=self.n_diverged, kl=kl, tv=tv, ess=ess,
+                   ess_per=eff, kept=self.kept, accumulating=self.accumulating, burn=self.burn)
         alive = self.ens.guard.alive
         if self.xi_cols:
             out["xi"] = float(self.ens.z[alive][:, self.xi_cols].mean()) if alive.any() else float("nan")

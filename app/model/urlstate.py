@@ -12,7 +12,8 @@ from urllib.parse import parse_qsl, urlencode
 
 from samplers.registry import REGISTRY, sampler_names
 
-from .model import LabConfig, known_potential
+from .config import LabConfig
+from .presets import known_potential
 
 SIMPLE = {"potential": "pot", "sampler": "s", "compare": "cmp", "sampler_b": "sb", "V": "V", "batch": "batch",
           "chains": "n", "seed": "seed", "speed": "speed", "burn": "burn", "naive": "naive", "log_view": "log"}

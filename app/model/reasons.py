@@ -1,0 +1,44 @@
+"""Why a run cannot start (`Block`) and why it stopped or what the user should know (`Notice`).
+
+The model produces these and the views read their `kind`; the `message` is for people only, so
+no view ever has to parse text to learn what happened.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class BlockKind(Enum):
+    POTENTIAL = "potential"   # the target cannot be built (unknown preset, typed U invalid)
+    RECIPE = "recipe"         # the edited D and Q are not a valid recipe
+    SAMPLER = "sampler"       # a sampler refuses its parameters or the target
+    SIZE = "size"             # more chains than one session may hold
+    RUN = "run"               # the ensemble cannot be started
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: BlockKind
+    message: str        # the sentence shown where the lab lists what blocks it
+    detail: str = ""    # the input's own words (the parser's message), shown next to the field at fault
+
+
+class NoticeKind(Enum):
+    LINK = "link"             # parts of a pasted link were ignored
+    DIVERGED = "diverged"     # chains diverged: they were frozen and the run paused
+    FAILED = "failed"         # the dynamics raised: the run stopped
+
+
+# how loudly each kind of notice is shown (a Panel Alert's alert_type)
+LEVEL = {NoticeKind.LINK: "warning", NoticeKind.DIVERGED: "warning", NoticeKind.FAILED: "danger"}
+
+
+@dataclass(frozen=True)
+class Notice:
+    kind: NoticeKind
+    message: str
+
+    @property
+    def level(self) -> str:
+        return LEVEL[self.kind]

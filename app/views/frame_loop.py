@@ -1,0 +1,125 @@
+"""The frame loop of one session: a self-scheduled callback on the session's document.
+
+Each frame runs the view's `frame` (advance the runs, update the ColumnDataSources) with every
+change sent to the page as one message (see `one_message`), then the loop schedules the next
+frame FRAME_MS after this one started. (A fixed-period periodic callback skips a whole period
+whenever a frame ends late, which under load with many sessions halves the frame rate; a
+self-scheduled one just runs a little later.) The loop stops with the session.
+"""
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+import panel as pn
+
+FRAME_MS = 40          # 25 frames per second at most; a frame costs a few ms at 10^4 chains
+
+
+class FrameLoop:
+    """Calls `frame()` every FRAME_MS from `start()` until `stop()` or until `active()` turns False;
+    `ready()` False skips one frame (the page has not received new figures yet); `on_error(err)` hears
+    of a frame that raised."""
+
+    def __init__(self, frame: Callable[[], None], *, active: Callable[[], bool], ready: Callable[[], bool],
+                 on_error: Callable[[Exception], None]):
+        self.frame, self.active, self.ready, self.on_error = frame, active, ready, on_error
+        self.doc = None
+        self.in_frame = False          # inside a frame the document lock is held (see with_lock)
+        self.closed = False
+        self._cb = None
+        self._loop_id = 0              # a stopped (or restarted) loop's late frame does nothing
+        self._scheduled: set[str] = set()
+
+    def attach(self, doc) -> None:
+        """Bind the loop to this session's document (the app calls this at session start)."""
+        self.doc = doc
+
+    def start(self) -> None:
+        if self.doc is None or self._cb is not None:
+            return
+        self._loop_id += 1
+        self._schedule(self._loop_id, 0)
+
+    def _schedule(self, loop_id, delay_ms):
+        def run():
+            if loop_id == self._loop_id:
+                self.tick()
+        try:
+            self._cb = self.doc.add_timeout_callback(run, max(1, int(delay_ms)))
+        except Exception:          # the document has gone with its session
+            self._cb = None
+
+    def stop(self) -> None:
+        self._loop_id += 1
+        if self._cb is not None and self.doc is not None:
+            try:
+                self.doc.remove_timeout_callback(self._cb)
+            except ValueError:      # already run, or gone with the session
+                pass
+        self._cb = None
+
+    def close(self) -> None:
+        """End of session: stop, and schedule nothing more on the document being destroyed."""
+        self.closed = True
+        self.doc = None
+        self.stop()
+
+    def tick(self) -> None:
+        """One frame, the next one scheduled first so that the period counts from this frame's start."""
+        self._cb = None
+        if not self.active():
+            return
+        if self.doc is not None:
+            self._schedule(self._loop_id, FRAME_MS)
+        if not self.ready():
+            return
+        self.in_frame = True
+        try:
+            with self.one_message():
+                self.frame()
+        except Exception as err:   # never let a frame kill the session
+            self.on_error(err)
+        finally:
+            self.in_frame = False
+
+    def pending(self, fn: Callable) -> bool:
+        """Whether `fn` waits for the next tick (see with_lock)."""
+        return fn.__name__ in self._scheduled
+
+    def with_lock(self, fn: Callable[[], None]) -> None:
+        """Run fn where it may touch Bokeh models directly. Panel runs widget callbacks without the
+        document lock; Bokeh refuses direct model changes there, so they wait for the next tick
+        (which holds the lock). Several requests before that tick run once."""
+        if self.closed:
+            return
+        doc = self.doc
+        if doc is None or doc.session_context is None or self.in_frame:
+            fn()
+            return
+        if fn.__name__ in self._scheduled:
+            return
+        self._scheduled.add(fn.__name__)
+
+        def run():
+            self._scheduled.discard(fn.__name__)
+            fn()
+        doc.add_next_tick_callback(run)
+
+    @contextlib.contextmanager
+    def one_message(self):
+        """Collect the frame's changes and send them as one PATCH-DOC message. Bokeh's own hold sends
+        one message per changed source on release, and each message costs ~1 ms of server CPU whatever
+        its size (its serialiser first indexes every model of the page). Panel's `unlocked` writes them
+        as one message once the page has loaded; before that (or without a server) it holds nothing,
+        so the frame holds the document itself and Bokeh sends the changes as it always does."""
+        doc = self.doc
+        with pn.io.unlocked():
+            held_here = doc is not None and not doc.callbacks.hold_value
+            if held_here:
+                doc.hold("combine")
+            try:
+                yield
+            finally:
+                if held_here:
+                    doc.unhold()
