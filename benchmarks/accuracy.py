@@ -8,7 +8,8 @@ tests/test_statistical.py), printed as a table.
 from samplers.accuracy import kl_noise_floor, score
 from samplers.gradients import make_oracle
 from samplers.targets.presets import get_potential
-from samplers.registry import REGISTRY, Sampler, sampler_names
+from samplers.registry import REGISTRY, sampler_names
+from samplers.sampler import Sampler
 from samplers.run import run
 
 

@@ -34,9 +34,9 @@ from scipy import stats  # noqa: E402
 
 from samplers import diagnostics as dg  # noqa: E402
 from samplers.gradients import make_oracle  # noqa: E402
-from samplers.families.hmc import mh_stats  # noqa: E402
+from samplers.run import mh_stats  # noqa: E402
 from samplers.targets.presets import get_potential  # noqa: E402
-from samplers.registry import Sampler  # noqa: E402
+from samplers.sampler import Sampler  # noqa: E402
 from samplers.run import run  # noqa: E402
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from samplers.gradients import make_oracle
 from samplers.targets.presets import get_potential
-from samplers.registry import Sampler
+from samplers.sampler import Sampler
 
 
 def best_time(fn, repeat):

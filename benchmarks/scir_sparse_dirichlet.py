@@ -17,7 +17,7 @@ import numpy as np
 from samplers.targets.simplex import dirichlet_ks
 from samplers.gradients import make_oracle
 from samplers.targets.presets import get_potential
-from samplers.registry import Sampler
+from samplers.sampler import Sampler
 from samplers.run import run
 
 GRIDS = {"scir": ("h", [0.003, 0.01, 0.03, 0.1, 0.3, 1.0]),

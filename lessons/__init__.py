@@ -1,5 +1,5 @@
-"""The course: one Markdown page per result of the sources, `lessons/NN-name.md`, and the numerical
-checks the pages show, `lessons/checks.py`.
+"""The course: one Markdown page per result of the sources, `lessons/NN-name.md`, read by this
+package, and the numerical checks the pages show, `lessons/checks/` (one module per lesson).
 
 A page is YAML front matter between two `---` lines, then a Markdown body with MathJax math
 (`$...$` inline, `$$...$$` display, for markdown-it's dollarmath plugin):
@@ -20,7 +20,7 @@ A page is YAML front matter between two `---` lines, then a Markdown body with M
       compare_params: {}        # optional
       drop: [gamma]             # optional: terms dropped from the first sampler's recipe
       log: 1                    # optional: a log-scale view of a small component (simplex targets)
-    checks: [recipe_residual]   # functions in lessons/checks.py
+    checks: [recipe_residual]   # names in lessons.checks.CHECKS
     ---
     Markdown ... a line `{{check:recipe_residual}}` marks where the check's number goes,
     and a line `{{demo}}` where the live demo is embedded (in its "In the lab" section).
@@ -30,7 +30,9 @@ Links between pages are relative (`[next](03-completeness.md)`). Helpers for a r
     from lessons import load_lessons, run_check
     for lesson in load_lessons():          # sorted by `order`
         for kind, value in lesson.segments():
-            ...  # ("markdown", text) or ("check", name); run_check(name) -> the check's dict
+            ...  # ("markdown", text) or ("check", name); run_check(name) -> the check's result
+
+The pages ship inside the package (package data), so an installed copy finds them too.
 """
 from __future__ import annotations
 
@@ -40,13 +42,13 @@ from pathlib import Path
 
 import yaml
 
-HERE = Path(__file__).resolve().parent
+FOLDER = Path(__file__).resolve().parent   # where the pages are
 FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*\r?\n(.*)\Z", re.S)
 CHECK_LINE = re.compile(r"^[ \t]*\{\{check:([A-Za-z_][A-Za-z0-9_]*)\}\}[ \t]*$", re.M)
 DEMO_LINE = re.compile(r"^[ \t]*\{\{demo\}\}[ \t]*$", re.M)
 MARK_LINE = re.compile(f"{CHECK_LINE.pattern}|{DEMO_LINE.pattern}", re.M)
 
-__all__ = ["Lesson", "parse_lesson", "load_lessons", "run_check", "HERE"]
+__all__ = ["Lesson", "parse_lesson", "load_lessons", "run_check", "FOLDER"]
 
 
 @dataclass
@@ -90,7 +92,7 @@ def parse_lesson(path) -> Lesson:
                   demo, list(meta["checks"]), m.group(2))
 
 
-def load_lessons(folder=HERE, strict: bool = True) -> list[Lesson]:
+def load_lessons(folder=FOLDER, strict: bool = True) -> list[Lesson]:
     """Every `NN-*.md` page in folder, sorted by `order`; strict=False leaves out pages that do not
     parse (the app shows the rest rather than fail on one bad file)."""
     pages = []
@@ -103,8 +105,10 @@ def load_lessons(folder=HERE, strict: bool = True) -> list[Lesson]:
     return sorted(pages, key=lambda x: (x.order, x.slug))
 
 
-
 def run_check(name: str, quick: bool = True) -> dict:
-    """The check's result dict (value, tolerance, passed, text[, skipped]), memoised per process."""
+    """The check's result (a dict: value, tolerance, passed, text), memoised per process.
+
+    The checks load the sampler library, so they are imported here, when a page first shows one,
+    not when the pages are listed."""
     from .checks import cached
     return cached(name, quick)

@@ -19,7 +19,8 @@ from samplers.gradients import GradientError, make_oracle
 from samplers.targets.potential import PotentialError
 from samplers.targets.presets import get_potential, preset_names
 from samplers.engine.recipe import RecipeError
-from samplers.registry import REGISTRY, Sampler, SamplerError, sampler_names
+from samplers.registry import REGISTRY, sampler_names
+from samplers.sampler import Sampler, SamplerError
 from samplers.run import run
 
 USER_ERRORS = (PotentialError, SamplerError, RecipeError, GradientError, ValueError, OSError, KeyError)

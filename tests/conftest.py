@@ -3,7 +3,7 @@ import pytest
 
 from samplers.gradients import make_oracle
 from samplers.targets.presets import get_potential
-from samplers.registry import Sampler
+from samplers.sampler import Sampler
 
 
 @pytest.fixture

@@ -3,7 +3,8 @@ the registry's samplers are provably instances of their (H, D, Q)."""
 import numpy as np
 import pytest
 
-from samplers.registry import REGISTRY, SamplerError, sampler_names
+from samplers.registry import REGISTRY, sampler_names
+from samplers.sampler import SamplerError
 
 FAST = [n for n in sampler_names() if REGISTRY[n].fast is not None and REGISTRY[n].recipe is not None]
 

@@ -10,17 +10,10 @@ import pytest
 
 from samplers import diagnostics as dg
 from samplers.gradients import make_oracle
-from samplers.families.hmc import (
-    Curvature,
-    LBFGSOperator,
-    bfgs_update,
-    current_B,
-    fixed_c_recipe,
-    mh_stats,
-    sr1_update,
-)
+from samplers.families.hmc import Curvature, LBFGSOperator, bfgs_update, current_B, fixed_c_recipe, sr1_update
+from samplers.run import mh_stats
 from samplers.targets.presets import gaussian_nd, get_potential
-from samplers.registry import Sampler, SamplerError
+from samplers.sampler import Sampler, SamplerError
 from samplers.run import run
 from samplers.engine.stationarity import stationarity_residual
 

@@ -7,35 +7,22 @@ Front matter (YAML between two `---` lines):
     title: str, order: int, summary: str,
     demo: {potential, sampler, params: {}, V | batch, chains, seed, steps_per_frame,
            compare?, compare_params?, drop?},
-    checks: [names of functions in lessons/checks.py]
-
-Samplers that another workstream adds (QNHMC, SCIR) may be missing from the registry: a page that
-names one is skipped with the reason, never failed.
+    checks: [names in lessons.checks.CHECKS]
 """
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:          # lessons/ is a plain folder of the repository, not installed
-    sys.path.insert(0, str(ROOT))
+import lessons
+from lessons import checks
 
-import lessons  # noqa: E402
-from lessons import checks  # noqa: E402
-
-LESSONS = ROOT / "lessons"
+LESSONS = Path(__file__).resolve().parents[1] / "lessons"
 PAGES = sorted(LESSONS.glob("[0-9][0-9]-*.md"))
-
-# samplers and potentials that may not be registered yet (added by the HMC/QNHMC/SCIR work)
-LATE_SAMPLERS = {"hmc", "qnhmc", "qnhmc-naive", "scir", "sgrld-simplex"}
-LATE_POTENTIALS = {"sparse-dirichlet", "dense-dirichlet"}
-CHECKS_NEEDING_LATE_SAMPLERS = {"qnhmc_ess"}
 
 DEMO_KEYS = {"potential", "sampler", "params", "V", "batch", "chains", "seed", "steps_per_frame",
              "compare", "compare_params", "drop", "log"}
@@ -58,11 +45,6 @@ def strip_math(body: str) -> str:
     body = re.sub(r"`[^`\n]*`", " ", body)
     body = re.sub(r"\$\$.*?\$\$", " ", body, flags=re.S)
     return re.sub(r"(?<![\\$])\$(?!\$)(?:\\.|[^$\\\n])+\$", " ", body)
-
-
-def _registered(name: str) -> bool:
-    from samplers.registry import sampler_names
-    return name in sampler_names()
 
 
 def test_package_helpers_agree_with_the_files():
@@ -111,8 +93,8 @@ def test_front_matter(path):
     for term in demo.get("drop", []):
         assert term in ("gamma", "friction"), f"{path.name}: can only drop gamma or friction, not {term}"
     for name in meta["checks"]:
-        assert name in checks.CHECKS and callable(getattr(checks, name, None)), \
-            f"{path.name}: no check '{name}' in lessons/checks.py"
+        assert name in checks.CHECKS and callable(checks.CHECKS[name]), \
+            f"{path.name}: no check '{name}' in lessons.checks.CHECKS"
     marks = CHECK_MARK.findall(body)
     assert marks, f"{path.name}: shows no check"
     for name in marks:
@@ -127,33 +109,16 @@ def test_front_matter(path):
 def test_demo_runs_with_the_library(path):
     """The demo's potential loads, its samplers are registered, their parameters are accepted, and a
     few steps of each run (a preset the app cannot open is a dead end for the learner)."""
-    from samplers.gradients import make_oracle
-    from samplers.targets.presets import get_potential
-    from samplers.registry import Sampler, coerce_params, get_spec
+    from samplers.registry import build_sampler, get_spec
+    from samplers.sampler import coerce_params
     demo = parse(path)[0]["demo"]
-    names = [demo["sampler"]] + ([demo["compare"]] if "compare" in demo else [])
-    late = [n for n in names if n in LATE_SAMPLERS and not _registered(n)]
-    if late:
-        pytest.skip(f"sampler(s) {', '.join(late)} not registered yet (HMC/QNHMC/SCIR work in progress)")
-    try:
-        pot = get_potential(demo["potential"])
-    except Exception as err:
-        if demo["potential"] in LATE_POTENTIALS:
-            pytest.skip(f"potential {demo['potential']} not available yet: {err}")
-        raise
-    if demo["potential"] == "logistic":
-        # the KL check uses a faster-to-build twin of this preset: it must be the same posterior
-        twin = checks.logistic_posterior()
-        w = pot.start + 0.3 * np.random.default_rng(0).standard_normal((50, 2))
-        assert twin.box == pot.box
-        assert np.allclose(twin.log_density(w), pot.log_density(w), atol=1e-7)
     runs = [(demo["sampler"], demo["params"], demo.get("drop", []))]
     if "compare" in demo:
         runs.append((demo["compare"], demo.get("compare_params", {}), []))
     for name, params, drop in runs:
         spec = get_spec(name)
         coerce_params(spec, params)
-        s = Sampler(name, pot, make_oracle(pot, demo.get("V"), demo.get("batch")), **params)
+        s = build_sampler(name, demo["potential"], V=demo.get("V"), batch=demo.get("batch"), **params)
         if drop:
             assert s.recipe is not None, f"{path.name}: cannot drop {drop} from '{name}', it has no recipe"
             s = s.with_recipe(s.recipe.with_drop(set(drop)))
@@ -185,7 +150,8 @@ def test_latex_stays_inside_math(path):
     for cmd in ("frac", "nabla", "mathbb", "mathcal", "epsilon", "theta", "begin", "sqrt", "sum", "operatorname"):
         hit = re.search(r"\\" + cmd + r"(?![A-Za-z])", prose)
         assert not hit, f"{path.name}: raw \\{cmd} outside math: ...{prose[max(0, hit.start() - 40):hit.end() + 20]}..."
-    assert "$" not in prose, f"{path.name}: unbalanced $ near ...{prose[max(0, prose.find('$') - 60):prose.find('$') + 20]}..."
+    at = prose.find("$")
+    assert at < 0, f"{path.name}: unbalanced $ near ...{prose[max(0, at - 60):at + 20]}..."
     # MathJax: no environments inside inline math; multi-line math belongs in $$...$$
     inline = re.findall(r"(?<![\\$])\$(?!\$)((?:\\.|[^$\\\n])+)\$", re.sub(r"\$\$.*?\$\$", " ", body, flags=re.S))
     for m in inline:
@@ -203,11 +169,19 @@ def test_check_passes_quick(name):
     result = checks.CHECKS[name](quick=True)
     assert set(result) >= {"value", "tolerance", "passed", "text"}
     assert isinstance(result["passed"], bool) and isinstance(result["text"], str) and result["text"]
-    if "skipped" in result:
-        assert name in CHECKS_NEEDING_LATE_SAMPLERS, f"{name} skipped: {result['skipped']}"
-        pytest.skip(result["skipped"])
     assert isinstance(result["value"], float) and isinstance(result["tolerance"], float)
     assert result["passed"], f"{name}: {result['text']}"
+
+
+def test_each_lesson_has_its_own_check_module():
+    """The checks a page shows live in one module of lessons.checks, and no other page's do."""
+    owner = {}
+    for p in PAGES:
+        modules = {checks.CHECKS[name].__module__ for name in parse(p)[0]["checks"]}
+        assert len(modules) == 1, f"{p.name}: its checks are spread over {sorted(modules)}"
+        module = modules.pop()
+        assert module not in owner, f"{p.name} and {owner.get(module)} share {module}"
+        owner[module] = p.name
 
 
 def test_every_check_is_shown_on_some_page():

@@ -5,7 +5,8 @@ import sympy
 from samplers.gradients import ExactGradient
 from samplers.targets.presets import get_potential
 from samplers.engine.recipe import Recipe, RecipeError, StateSymbols
-from samplers.registry import REGISTRY, Sampler, sampler_names
+from samplers.registry import REGISTRY, sampler_names
+from samplers.sampler import Sampler
 from samplers.engine.stationarity import stationarity_residual
 
 

@@ -16,7 +16,7 @@ from samplers.targets.simplex import DEFAULT_ALPHA, dirichlet_ks, dirichlet_rose
 from samplers.gradients import make_oracle
 from samplers.targets.potential import PotentialError
 from samplers.targets.presets import get_potential
-from samplers.registry import Sampler, SamplerError
+from samplers.sampler import Sampler, SamplerError
 from samplers.run import Ensemble, run
 from samplers.families.simplex import cir_recipe, omega
 from samplers.engine.stationarity import stationarity_residual

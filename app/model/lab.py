@@ -11,9 +11,10 @@ import param
 
 from samplers.engine.edit import edited_recipe, matrix_cells
 from samplers.gradients import GradientError
-from samplers.targets.presets import PotentialError
+from samplers.targets.potential import PotentialError
 from samplers.engine.recipe import RecipeError
-from samplers.registry import SamplerError, build_sampler
+from samplers.sampler import SamplerError
+from samplers.registry import build_sampler
 from samplers.engine.stationarity import stationarity_residual
 
 from .config import LabConfig

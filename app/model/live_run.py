@@ -15,7 +15,7 @@ import numpy as np
 
 from samplers import diagnostics as dg
 from samplers.accuracy import edges_for, exact_masses
-from samplers.registry import Sampler
+from samplers.sampler import Sampler
 from samplers.run import Ensemble
 
 _MASS_CACHE: dict = {}

@@ -49,9 +49,9 @@ def exact_second_moment() -> float:
 def _job(job):
     from samplers.accuracy import edges_for, score
     from samplers.gradients import make_oracle
-    from samplers.families.hmc import mh_stats
+    from samplers.run import mh_stats
     from samplers.targets.presets import get_potential
-    from samplers.registry import Sampler
+    from samplers.sampler import Sampler
     from samplers.run import run
     key, seed, chains, sg_steps, sg_burn, thin = job
     label, name, noise, params = VARIANTS[key]

@@ -55,9 +55,9 @@ def _job(job):
 
     from samplers import diagnostics as dg
     from samplers.gradients import make_oracle
-    from samplers.families.hmc import mh_stats
+    from samplers.run import mh_stats
     from samplers.targets.presets import get_potential
-    from samplers.registry import Sampler
+    from samplers.sampler import Sampler
     from samplers.run import run
     name, variant, seed, chains, steps, stream = job
     label, extra = CONFIGS[(name, variant)]

@@ -18,7 +18,7 @@ LABEL = {"sgld": "SGLD", "sghmc": "SGHMC", "sgrhmc-naive": "naive SGRHMC (Eq. 16
 def _make(name, potential, V=1.0, **params):
     from samplers.gradients import make_oracle
     from samplers.targets.presets import get_potential
-    from samplers.registry import Sampler
+    from samplers.sampler import Sampler
     pot = get_potential(potential)
     return Sampler(name, pot, make_oracle(pot, V), **params)
 

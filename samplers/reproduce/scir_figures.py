@@ -48,7 +48,7 @@ def _run_job(job):
     from samplers.targets.simplex import dirichlet_ks
     from samplers.gradients import make_oracle
     from samplers.targets.presets import get_potential
-    from samplers.registry import Sampler
+    from samplers.sampler import Sampler
     from samplers.run import run
     potential, name, batch, step, repeats, chains, run_seed = job
     pot = get_potential(potential)
