@@ -9,6 +9,7 @@ from samplers.accuracy import kl_noise_floor, score
 from samplers.gradients import make_oracle
 from samplers.targets.presets import get_potential
 from samplers.registry import REGISTRY, sampler_names
+from samplers.registry import build_sampler
 from samplers.sampler import Sampler
 from samplers.run import run
 
@@ -20,7 +21,7 @@ def main():
             continue
         for pname in ("gaussian", "double-well", "banana"):
             pot = get_potential(pname)
-            s = Sampler(name, pot, make_oracle(pot, V=1.0))
+            s = build_sampler(name, pot, V=1.0)
             res = run(s, 500, 2000, burn=2000, seed=11)
             sc = score(pot, res.theta)
             print(f"{name:14s} {pname:12s} {sc['kl']:8.4f} {sc['tv']:7.4f} "

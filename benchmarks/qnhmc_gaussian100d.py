@@ -34,14 +34,14 @@ from scipy import stats  # noqa: E402
 
 from samplers import diagnostics as dg  # noqa: E402
 from samplers.gradients import make_oracle  # noqa: E402
-from samplers.run import mh_stats  # noqa: E402
 from samplers.targets.presets import get_potential  # noqa: E402
+from samplers.registry import build_sampler
 from samplers.sampler import Sampler  # noqa: E402
 from samplers.run import run  # noqa: E402
 
 
 def measure(name, pot, steps, chains, seed, theta0, **params):
-    s = Sampler(name, pot, make_oracle(pot, None), eps=0.01, L=10, **params)
+    s = build_sampler(name, pot, None, eps=0.01, L=10, **params)
     t0 = time.perf_counter()
     res = run(s, steps, chains, seed=seed, theta0=theta0)
     seconds = time.perf_counter() - t0
@@ -50,7 +50,7 @@ def measure(name, pot, steps, chains, seed, theta0, **params):
     band = tuple(stats.chi2(d).ppf([0.005, 0.995]) / 2)
     proj = res.theta[kept // 2:].sum(axis=2)          # projection onto 1 (unnormalised: ESS is scale-free)
     return dict(name=name + ("" if not params else " " + ",".join(f"{k}={v}" for k, v in params.items())),
-                acc=mh_stats(s).acceptance_rate, grads=mh_stats(s).grad_evals,
+                acc=res.stats.acceptance_rate, grads=res.stats.grad_evals,
                 burn=dg.burn_in_length(u, band=band), burn_default=dg.burn_in_length(u),
                 ess=dg.ess(proj), sum_rho=dg.sum_autocorrelation(proj, min(500, proj.shape[0] - 1)),
                 var1=float(proj.var() / d), seconds=seconds, diverged=res.diverged)

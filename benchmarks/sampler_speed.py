@@ -15,6 +15,7 @@ import numpy as np
 
 from samplers.gradients import make_oracle
 from samplers.targets.presets import get_potential
+from samplers.registry import build_sampler
 from samplers.sampler import Sampler
 
 
@@ -55,7 +56,7 @@ def main(quick: bool = False):
     draws = {"sgld": 2, "sghmc": 2, "sgnht": 2}
     print(f"{'sampler':8s} {'chains':>8s} {'steps/s':>12s} {'floor':>12s} {'of floor':>9s} {'engine/fast':>12s}")
     for name, k in draws.items():
-        s = Sampler(name, pot, make_oracle(pot, V=1.0))
+        s = build_sampler(name, pot, V=1.0)
         for n in sizes:
             floor = normal_rate(n, repeat) / k
             fast = step_rate(s, n, False, repeat)

@@ -17,6 +17,7 @@ import numpy as np
 from samplers.targets.simplex import dirichlet_ks
 from samplers.gradients import make_oracle
 from samplers.targets.presets import get_potential
+from samplers.registry import build_sampler
 from samplers.sampler import Sampler
 from samplers.run import run
 
@@ -26,7 +27,7 @@ GRIDS = {"scir": ("h", [0.003, 0.01, 0.03, 0.1, 0.3, 1.0]),
 
 def score(name, pot, batch, value, args, seed):
     key = GRIDS[name][0]
-    s = Sampler(name, pot, make_oracle(pot, None, batch), **{key: value})
+    s = build_sampler(name, pot, None, batch, **{key: value})
     res = run(s, args.steps, args.chains, burn=args.burn, seed=seed)
     if res.diverged or not np.isfinite(res.theta).all():
         return np.inf

@@ -20,6 +20,7 @@ from samplers.targets.potential import PotentialError
 from samplers.targets.presets import get_potential, preset_names
 from samplers.engine.recipe import RecipeError
 from samplers.registry import REGISTRY, sampler_names
+from samplers.registry import build_sampler
 from samplers.sampler import Sampler, SamplerError
 from samplers.run import run
 
@@ -91,7 +92,7 @@ def cmd_sample(args, out):
     if args.chains * (args.steps // args.thin) * 8 > 4e9:
         raise UsageError("that many kept samples would not fit in memory: raise --thin or lower --chains")
     pot = get_potential(args.potential)
-    sampler = Sampler(args.sampler, pot, make_oracle(pot, args.grad_noise, args.batch), **_parse_sets(args.set))
+    sampler = build_sampler(args.sampler, pot, args.grad_noise, args.batch, **_parse_sets(args.set))
     res = run(sampler, args.steps, args.chains, args.burn, args.thin, args.seed)
     meta = dict(res.meta, potential=args.potential, grad_noise=args.grad_noise, batch=args.batch)
     save_npz(args.out, theta=res.theta, meta=np.array(json.dumps(meta, sort_keys=True, default=_jsonable)))

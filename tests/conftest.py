@@ -3,6 +3,7 @@ import pytest
 
 from samplers.gradients import make_oracle
 from samplers.targets.presets import get_potential
+from samplers.registry import build_sampler
 from samplers.sampler import Sampler
 
 
@@ -10,7 +11,7 @@ from samplers.sampler import Sampler
 def make_sampler():
     def make(name, potential="gaussian", V=1.0, batch=None, **params):
         pot = get_potential(potential) if isinstance(potential, str) else potential
-        return Sampler(name, pot, make_oracle(pot, V, batch), **params)
+        return build_sampler(name, pot, V, batch, **params)
     return make
 
 

@@ -14,7 +14,10 @@ def run_both(s, steps=40, chains=64, seed=3):
     ra, rb = np.random.default_rng(seed + 1), np.random.default_rng(seed + 1)
     za, zb = z0.copy(), z0.copy()
     for t in range(1, steps + 1):
-        za, zb = s.step(za, ra, t), s.engine_step(zb, rb, t)
+        (za, info_a), (zb, info_b) = s.step(za, ra, t), s.engine_step(zb, rb, t)
+        assert info_a.grad_evals == info_b.grad_evals
+        if info_a.accepted is not None:
+            assert np.array_equal(info_a.accepted, info_b.accepted)
     # the two generators must also have drawn exactly the same numbers
     assert ra.random() == rb.random()
     return za, zb

@@ -11,8 +11,8 @@ import pytest
 from samplers import diagnostics as dg
 from samplers.gradients import make_oracle
 from samplers.families.hmc import Curvature, LBFGSOperator, bfgs_update, current_B, fixed_c_recipe, sr1_update
-from samplers.run import mh_stats
 from samplers.targets.presets import gaussian_nd, get_potential
+from samplers.registry import build_sampler
 from samplers.sampler import Sampler, SamplerError
 from samplers.run import run
 from samplers.engine.stationarity import stationarity_residual
@@ -22,7 +22,7 @@ E_THETA2_DOUBLE_WELL = 0.8327454871   # quadrature of theta^2 exp(-(theta^4 - 2 
 
 def sampler(name, potential, **params):
     pot = get_potential(potential) if isinstance(potential, str) else potential
-    return Sampler(name, pot, make_oracle(pot, None), **params)
+    return build_sampler(name, pot, None, **params)
 
 
 def mean_and_se(x):
@@ -217,13 +217,11 @@ def test_qnhmc_burns_in_fast_with_sr1_and_stalls_with_bfgs():
 # -- bookkeeping ---------------------------------------------------------------------------------------
 def test_acceptance_and_gradient_counts():
     s = sampler("hmc", "gaussian", eps=0.1, L=7)
-    run(s, 20, 50, seed=0)
-    st = mh_stats(s)
+    st = run(s, 20, 50, seed=0).stats
     assert st.proposals == 20 and st.grad_evals == 20 * 8
     assert 0.9 < st.acceptance_rate <= 1.0 and st.per_chain.shape == (50,)
     s = sampler("hmc", "gaussian", eps=3.0, L=7)   # unstable leapfrog: nearly everything rejected
-    run(s, 20, 50, seed=0)
-    assert mh_stats(s).acceptance_rate < 0.2
+    assert run(s, 20, 50, seed=0).stats.acceptance_rate < 0.2
     with pytest.raises(SamplerError, match="L must be"):
         sampler("hmc", "gaussian", L=0)
     for bad in (0, -1.0):
@@ -302,7 +300,7 @@ def test_hmc_and_qnhmc_hit_the_gaussian_100d_moments(name, params, chains, burn)
         assert abs(m - exact) < 4 * se, (m, se, exact)
     m, se = mean_and_se(res.theta.sum(2) / 10)
     assert abs(m) < 4 * se
-    assert mh_stats(s).acceptance_rate > 0.5
+    assert res.stats.acceptance_rate > 0.5
 
 
 def test_naive_qnhmc_is_biased_and_qnhmc_is_not():
@@ -317,7 +315,7 @@ def test_naive_qnhmc_is_biased_and_qnhmc_is_not():
                               ("naive+mh", "qnhmc-naive", dict(metropolis="on"))):
         s = sampler(name, pot, **params)
         res = run(s, **kw)
-        out[key] = (mean_and_se(res.theta.sum(2) ** 2), mh_stats(s).acceptance_rate)
+        out[key] = (mean_and_se(res.theta.sum(2) ** 2), res.stats.acceptance_rate)
         np.testing.assert_allclose(np.median(current_B(s, res.z), 0), [[1, 0.9], [0.9, 1]], atol=1e-3)
     (m, se), acc = out["qnhmc"]
     assert abs(m - 3.8) < 4 * se and acc > 0.95

@@ -6,6 +6,7 @@ from samplers.gradients import ExactGradient
 from samplers.targets.presets import get_potential
 from samplers.engine.recipe import Recipe, RecipeError, StateSymbols
 from samplers.registry import REGISTRY, sampler_names
+from samplers.registry import build_sampler
 from samplers.sampler import Sampler
 from samplers.engine.stationarity import stationarity_residual
 
@@ -84,7 +85,7 @@ def test_latex_renders_sde_and_update():
 
 def test_naive_switch_changes_only_the_named_term():
     pot = get_potential("gaussian")
-    s = Sampler("sgrhmc", pot, ExactGradient(pot))
+    s = build_sampler("sgrhmc", pot)
     naive = s.recipe.with_drop({"gamma"})
     z = np.array([[0.3, -0.2], [1.0, 0.5]])
     u, g = pot.U(z[:, :1]), pot.grad(z[:, :1])
@@ -131,14 +132,14 @@ def test_thermostat_erratum_settled_by_the_drift():
 def test_residual_catches_a_dropped_gamma_for_state_dependent_diffusion():
     """Theorem 1's Gamma is not optional: SGRLD without it leaves the target."""
     pot = get_potential("double-well")
-    s = Sampler("sgrld", pot, ExactGradient(pot))
+    s = build_sampler("sgrld", pot)
     assert stationarity_residual(s.recipe, pot).relative < 1e-5
     assert stationarity_residual(s.recipe.with_drop({"gamma"}), pot).relative > 1e-2
 
 
 def test_residual_field_on_a_grid():
     pot = get_potential("gaussian")
-    s = Sampler("sghmc-naive", pot, ExactGradient(pot), C=0.5)
+    s = build_sampler("sghmc-naive", pot, C=0.5)
     res = stationarity_residual(s.recipe, pot, n_grid=51)
     assert res.grid_field().shape == (51, 51)
     assert res.names == ["theta", "r"]

@@ -16,6 +16,7 @@ from samplers.targets.simplex import DEFAULT_ALPHA, dirichlet_ks, dirichlet_rose
 from samplers.gradients import make_oracle
 from samplers.targets.potential import PotentialError
 from samplers.targets.presets import get_potential
+from samplers.registry import build_sampler
 from samplers.sampler import Sampler, SamplerError
 from samplers.run import Ensemble, run
 from samplers.families.simplex import cir_recipe, omega
@@ -31,7 +32,7 @@ def ks_bound(n, tests=1):
 
 def scir(potential, batch=None, **params):
     pot = get_potential(potential) if isinstance(potential, str) else potential
-    return Sampler("scir", pot, make_oracle(pot, None, batch), **params)
+    return build_sampler("scir", pot, None, batch, **params)
 
 
 def steps_from(s, theta0, chains, steps, seed):
@@ -39,7 +40,7 @@ def steps_from(s, theta0, chains, steps, seed):
     rng = np.random.default_rng(seed)
     z = np.tile(np.asarray(theta0, float), (chains, 1))
     for t in range(steps):
-        z = s.step(z, rng, t + 1)
+        z, _ = s.step(z, rng, t + 1)
     return z
 
 
@@ -121,7 +122,7 @@ def sparse_runs():
     pot = get_potential("sparse-dirichlet")
     out = {}
     for name, params in (("scir", dict(h=0.01)), ("sgrld-simplex", dict(eps=1e-4))):
-        s = Sampler(name, pot, make_oracle(pot, None, 10), **params)
+        s = build_sampler(name, pot, None, 10, **params)
         ens = Ensemble(s, CHAINS, seed=9)
         ens.advance(1000)
         out[name] = ens.theta
@@ -171,7 +172,7 @@ def test_cir_is_a_recipe_sampler():
 def test_sgrld_is_an_euler_step_of_the_cir():
     """One SGRLD step on gamma:a from theta far from 0 has mean theta + (eps/2)(a - theta), variance eps theta."""
     pot = get_potential("gamma:3")
-    s = Sampler("sgrld-simplex", pot, make_oracle(pot, None), eps=0.01)
+    s = build_sampler("sgrld-simplex", pot, None, eps=0.01)
     x = steps_from(s, [2.0], 200_000, 1, seed=1)[:, 0]
     se = np.sqrt(0.02 / len(x))
     assert abs(x.mean() - (2.0 + 0.005 * 1.0)) < 4 * se

@@ -69,9 +69,9 @@ class LiveRun:
         self.ens = Ensemble(sampler, chains, seed)
         self.chains = self.ens.z.shape[0]
         self.max_points = int(max_points)
-        aux = sampler.aux_names
-        self.r_cols = [self.dim + i for i, a in enumerate(aux) if a.startswith("r")]
-        self.xi_cols = [self.dim + i for i, a in enumerate(aux) if a.startswith("xi")]
+        layout = sampler.layout
+        self.r_cols = list(range(self.ens.z.shape[1]))[layout.columns("momentum")] if layout.has("momentum") else []
+        self.xi_cols = list(range(self.ens.z.shape[1]))[layout.columns("thermostat")] if layout.has("thermostat") else []
         self.has_momentum = bool(self.r_cols)
         # simplex targets keep omega = theta / sum(theta): box, marginals and scores are about that view
         self._view = getattr(pot, "theta_view", None)
@@ -291,27 +291,6 @@ class LiveRun:
         if self.has_momentum and (self.xi_cols or self.sampler.spec.family == "thermostat"):
             r = self.ens.z[alive][:, self.r_cols]
             out["temperature"] = float(dg.kinetic_temperature(r).mean()) if len(r) else float("nan")
-        acc = acceptance_rate(self)
-        if acc is not None:
-            out["acceptance"] = acc
+        if self.ens.stats.proposals:
+            out["acceptance"] = self.ens.stats.acceptance_rate
         return out
-
-
-def acceptance_rate(run: LiveRun) -> float | None:
-    """The Metropolis acceptance rate of exact samplers (HMC), wherever the library keeps it."""
-    for owner in (run.ens, run.sampler, getattr(run.sampler, "mh_stats", None), getattr(run.sampler, "oracle", None)):
-        for name in ("acceptance_rate", "accept_rate", "acceptance"):
-            v = getattr(owner, name, None)
-            if callable(v):
-                try:
-                    v = v()
-                except Exception:
-                    v = None
-            if v is not None:
-                try:
-                    v = float(np.mean(v))
-                except (TypeError, ValueError):
-                    continue
-                if np.isfinite(v):
-                    return v
-    return None

@@ -49,17 +49,16 @@ def exact_second_moment() -> float:
 def _job(job):
     from samplers.accuracy import edges_for, score
     from samplers.gradients import make_oracle
-    from samplers.run import mh_stats
     from samplers.targets.presets import get_potential
-    from samplers.sampler import Sampler
+    from samplers.registry import build_sampler
     from samplers.run import run
     key, seed, chains, sg_steps, sg_burn, thin = job
     label, name, noise, params = VARIANTS[key]
     pot = get_potential("double-well")
-    s = Sampler(name, pot, make_oracle(pot, noise), **params)
+    s = build_sampler(name, pot, noise, **params)
     if name == "hmc":   # one proposal per L steps: the same gradient budget, end points kept
         res = run(s, sg_steps // L, chains, burn=sg_burn // L, seed=seed)
-        acc = mh_stats(s).acceptance_rate if params.get("metropolis", "on") == "on" else ""
+        acc = res.stats.acceptance_rate if params.get("metropolis", "on") == "on" else ""
     else:
         res = run(s, sg_steps, chains, burn=sg_burn, thin=thin, seed=seed)
         acc = ""    # no accept step

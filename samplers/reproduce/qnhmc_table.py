@@ -55,16 +55,15 @@ def _job(job):
 
     from samplers import diagnostics as dg
     from samplers.gradients import make_oracle
-    from samplers.run import mh_stats
     from samplers.targets.presets import get_potential
-    from samplers.sampler import Sampler
+    from samplers.registry import build_sampler
     from samplers.run import run
     name, variant, seed, chains, steps, stream = job
     label, extra = CONFIGS[(name, variant)]
     pot = get_potential("gaussian-100d")
     d = pot.dim
     theta0 = 10.0 * np.random.default_rng(1000 + seed).standard_normal(d)
-    s = Sampler(name, pot, make_oracle(pot, None), eps=EPS, L=L, **extra)
+    s = build_sampler(name, pot, None, eps=EPS, L=L, **extra)
     t0 = time.perf_counter()
     res = run(s, steps, chains, seed=seed + 100 * stream, theta0=theta0)
     seconds = time.perf_counter() - t0
@@ -83,7 +82,7 @@ def _job(job):
     ess = dg.ess(x)
     row = dict(method=label, sum_rho=sum_rho, burn_in=burn, burn_in_s=burn * per_proposal,
                ess=ess, ess_per_s=ess / (per_proposal * half), ess_formula=n / (1 + 2 * sum_rho),
-               var_proj=float(proj.var()), acceptance=mh_stats(s).acceptance_rate, seconds=seconds,
+               var_proj=float(proj.var()), acceptance=res.stats.acceptance_rate, seconds=seconds,
                samples_used=n)
     trace = dict(u=np.median(u, axis=1), proj=res.theta.sum(axis=2)[:, 0] / np.sqrt(d), rho=rho)
     return row, trace

@@ -18,9 +18,9 @@ LABEL = {"sgld": "SGLD", "sghmc": "SGHMC", "sgrhmc-naive": "naive SGRHMC (Eq. 16
 def _make(name, potential, V=1.0, **params):
     from samplers.gradients import make_oracle
     from samplers.targets.presets import get_potential
-    from samplers.sampler import Sampler
+    from samplers.registry import build_sampler
     pot = get_potential(potential)
-    return Sampler(name, pot, make_oracle(pot, V), **params)
+    return build_sampler(name, pot, V, **params)
 
 
 def _kl_job(job):

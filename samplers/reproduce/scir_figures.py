@@ -48,11 +48,11 @@ def _run_job(job):
     from samplers.targets.simplex import dirichlet_ks
     from samplers.gradients import make_oracle
     from samplers.targets.presets import get_potential
-    from samplers.sampler import Sampler
+    from samplers.registry import build_sampler
     from samplers.run import run
     potential, name, batch, step, repeats, chains, run_seed = job
     pot = get_potential(potential)
-    s = Sampler(name, pot, make_oracle(pot, None, batch), **{SAMPLERS[name][1]: step})
+    s = build_sampler(name, pot, None, batch, **{SAMPLERS[name][1]: step})
     res = run(s, ITERATIONS, repeats * chains, burn=BURN, seed=run_seed)
     omega = res.theta.reshape(ITERATIONS, repeats, chains, pot.dim)
     if res.diverged or not np.isfinite(omega).all():
