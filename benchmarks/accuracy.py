@@ -6,12 +6,9 @@ tests/test_statistical.py), printed as a table.
     python benchmarks/accuracy.py
 """
 from samplers.accuracy import kl_noise_floor, score
-from samplers.gradients import make_oracle
-from samplers.targets.presets import get_potential
-from samplers.registry import REGISTRY, sampler_names
-from samplers.registry import build_sampler
-from samplers.sampler import Sampler
+from samplers.registry import REGISTRY, build_sampler, sampler_names
 from samplers.run import run
+from samplers.targets.presets import get_potential
 
 
 def main():

@@ -33,11 +33,9 @@ import numpy as np  # noqa: E402
 from scipy import stats  # noqa: E402
 
 from samplers import diagnostics as dg  # noqa: E402
-from samplers.gradients import make_oracle  # noqa: E402
-from samplers.targets.presets import get_potential  # noqa: E402
 from samplers.registry import build_sampler
-from samplers.sampler import Sampler  # noqa: E402
 from samplers.run import run  # noqa: E402
+from samplers.targets.presets import get_potential  # noqa: E402
 
 
 def measure(name, pot, steps, chains, seed, theta0, **params):

@@ -13,10 +13,8 @@ import time
 
 import numpy as np
 
-from samplers.gradients import make_oracle
-from samplers.targets.presets import get_potential
 from samplers.registry import build_sampler
-from samplers.sampler import Sampler
+from samplers.targets.presets import get_potential
 
 
 def best_time(fn, repeat):

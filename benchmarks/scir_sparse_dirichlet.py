@@ -14,12 +14,10 @@ import argparse
 
 import numpy as np
 
-from samplers.targets.simplex import dirichlet_ks
-from samplers.gradients import make_oracle
-from samplers.targets.presets import get_potential
 from samplers.registry import build_sampler
-from samplers.sampler import Sampler
 from samplers.run import run
+from samplers.targets.presets import get_potential
+from samplers.targets.simplex import dirichlet_ks
 
 GRIDS = {"scir": ("h", [0.003, 0.01, 0.03, 0.1, 0.3, 1.0]),
          "sgrld-simplex": ("eps", [1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3])}

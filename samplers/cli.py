@@ -15,14 +15,13 @@ import numpy as np
 
 from samplers import diagnostics as dg
 from samplers.accuracy import score
-from samplers.gradients import GradientError, make_oracle
+from samplers.engine.recipe import RecipeError
+from samplers.gradients import GradientError
+from samplers.registry import REGISTRY, build_sampler, sampler_names
+from samplers.run import run
+from samplers.sampler import SamplerError
 from samplers.targets.potential import PotentialError
 from samplers.targets.presets import get_potential, preset_names
-from samplers.engine.recipe import RecipeError
-from samplers.registry import REGISTRY, sampler_names
-from samplers.registry import build_sampler
-from samplers.sampler import Sampler, SamplerError
-from samplers.run import run
 
 USER_ERRORS = (PotentialError, SamplerError, RecipeError, GradientError, ValueError, OSError, KeyError)
 
@@ -37,7 +36,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m samplers", description="Stochastic-gradient MCMC samplers built on the complete recipe.")
+    p = _Parser(prog="python -m samplers",
+                description="Stochastic-gradient MCMC samplers built on the complete recipe.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     sub.add_parser("list", help="every sampler and potential, one line each")
     s = sub.add_parser("sample", help="run chains and write their samples to an .npz file")

@@ -176,7 +176,7 @@ class Sampler:
     def needs_fast_path(self) -> bool:
         return any(self.params.get(k) == v for k, v in self.spec.fast_only.items())
 
-    def with_recipe(self, recipe: Recipe) -> "Sampler":
+    def with_recipe(self, recipe: Recipe) -> Sampler:
         """The same sampler stepping an edited (H, D, Q) through the generic engine."""
         if recipe.n != self.n:
             raise SamplerError(f"the edited recipe has {recipe.n} state variables, the sampler {self.n}")

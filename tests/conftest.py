@@ -1,10 +1,8 @@
 import numpy as np
 import pytest
 
-from samplers.gradients import make_oracle
-from samplers.targets.presets import get_potential
 from samplers.registry import build_sampler
-from samplers.sampler import Sampler
+from samplers.targets.presets import get_potential
 
 
 @pytest.fixture

@@ -57,7 +57,7 @@ def write_all(golden) -> None:
         (golden / f"{name}.diagnose.txt").write_text(buf.getvalue())
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
         for name in names():
-            summary = reproduce(name, out_dir=golden / "reproduce", seed=0, quick=True, stream=sink)
+            reproduce(name, out_dir=golden / "reproduce", seed=0, quick=True, stream=sink)
             for path in (golden / "reproduce").glob(f"{name}.*"):
                 if path.suffix != ".csv":
                     path.unlink()

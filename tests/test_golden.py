@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
-
 from golden_cases import COMMON, DIAGNOSE, SAMPLE, sample_args
+
 from samplers.cli import main
 
 GOLDEN = os.path.join(os.path.dirname(__file__), "golden")

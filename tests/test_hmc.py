@@ -9,13 +9,12 @@ import numpy as np
 import pytest
 
 from samplers import diagnostics as dg
-from samplers.gradients import make_oracle
-from samplers.families.hmc import Curvature, LBFGSOperator, bfgs_update, current_B, fixed_c_recipe, sr1_update
-from samplers.targets.presets import gaussian_nd, get_potential
-from samplers.registry import build_sampler
-from samplers.sampler import Sampler, SamplerError
-from samplers.run import run
 from samplers.engine.stationarity import stationarity_residual
+from samplers.families.hmc import Curvature, LBFGSOperator, bfgs_update, current_B, fixed_c_recipe, sr1_update
+from samplers.registry import build_sampler
+from samplers.run import run
+from samplers.sampler import SamplerError
+from samplers.targets.presets import gaussian_nd, get_potential
 
 E_THETA2_DOUBLE_WELL = 0.8327454871   # quadrature of theta^2 exp(-(theta^4 - 2 theta^2))
 
@@ -189,7 +188,7 @@ def test_sr1_learns_the_inverse_hessian_of_a_quadratic():
     Q = np.linalg.qr(rng.normal(size=(d, d)))[0]
     A = Q @ np.diag([0.5, 1.0, 4.0, 20.0]) @ Q.T
     B = np.tile(np.eye(d), (c, 1, 1))
-    for k in range(d):
+    for _ in range(d):
         s = rng.normal(size=(c, d))
         B = sr1_update(B, s, s @ A, np.ones(c, bool))
         np.testing.assert_allclose(np.einsum("cij,cj->ci", B, s @ A), s, rtol=1e-8, atol=1e-10)

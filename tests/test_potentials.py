@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
+from conftest import fd_grad
 from scipy import stats
 
 from samplers.targets.potential import PotentialError
 from samplers.targets.presets import get_potential, preset_names
-from conftest import fd_grad
 
 PRESETS = preset_names()
 

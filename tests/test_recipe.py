@@ -2,18 +2,16 @@ import numpy as np
 import pytest
 import sympy
 
-from samplers.gradients import ExactGradient
-from samplers.targets.presets import get_potential
 from samplers.engine.recipe import Recipe, RecipeError, StateSymbols
-from samplers.registry import REGISTRY, sampler_names
-from samplers.registry import build_sampler
-from samplers.sampler import Sampler
 from samplers.engine.stationarity import stationarity_residual
+from samplers.gradients import ExactGradient
+from samplers.registry import REGISTRY, build_sampler, sampler_names
+from samplers.targets.presets import get_potential
 
 
 def hmc_like(D=None, Q=None, kinetic=None):
     sym = StateSymbols.make(1, ["r"])
-    th, r = sym.theta[0], sym.aux[0]
+    r = sym.aux[0]
     D = D if D is not None else sympy.diag(0, 1)
     Q = Q if Q is not None else sympy.Matrix([[0, -1], [1, 0]])
     return Recipe("t", sym, kinetic if kinetic is not None else r ** 2 / 2, D, Q), sym

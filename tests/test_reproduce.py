@@ -1,5 +1,6 @@
 """Each reproduction runs at a reduced size and its qualitative claim is asserted."""
 from conftest import run_reproduction as run
+
 from samplers.reproduce import REPRODUCTIONS, names
 
 

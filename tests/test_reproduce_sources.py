@@ -2,7 +2,9 @@
 
 Each runs at its reduced (quick) size and its qualitative claim is asserted.
 """
-from conftest import assert_claims_hold, run_reproduction as run
+from conftest import assert_claims_hold
+from conftest import run_reproduction as run
+
 from samplers.reproduce import names
 
 

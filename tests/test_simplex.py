@@ -12,15 +12,15 @@ import pytest
 from scipy import stats
 
 from samplers.cli import main
-from samplers.targets.simplex import DEFAULT_ALPHA, dirichlet_ks, dirichlet_rosenblatt
+from samplers.engine.stationarity import stationarity_residual
+from samplers.families.simplex import cir_recipe, omega
 from samplers.gradients import make_oracle
+from samplers.registry import build_sampler
+from samplers.run import Ensemble, run
+from samplers.sampler import SamplerError
 from samplers.targets.potential import PotentialError
 from samplers.targets.presets import get_potential
-from samplers.registry import build_sampler
-from samplers.sampler import Sampler, SamplerError
-from samplers.run import Ensemble, run
-from samplers.families.simplex import cir_recipe, omega
-from samplers.engine.stationarity import stationarity_residual
+from samplers.targets.simplex import DEFAULT_ALPHA, dirichlet_ks, dirichlet_rosenblatt
 
 KS_CRIT = 1.95     # P(sqrt(n) D_n > 1.95) ~ 0.001 under the null (Kolmogorov distribution)
 

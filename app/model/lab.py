@@ -10,12 +10,12 @@ import numpy as np
 import param
 
 from samplers.engine.edit import edited_recipe, matrix_cells
-from samplers.gradients import GradientError
-from samplers.targets.potential import PotentialError
 from samplers.engine.recipe import RecipeError
-from samplers.sampler import SamplerError
-from samplers.registry import build_sampler
 from samplers.engine.stationarity import stationarity_residual
+from samplers.gradients import GradientError
+from samplers.registry import build_sampler
+from samplers.sampler import SamplerError
+from samplers.targets.potential import PotentialError
 
 from .config import LabConfig
 from .live_run import LiveRun

@@ -15,8 +15,8 @@ import numpy as np
 
 from samplers import diagnostics as dg
 from samplers.accuracy import edges_for, exact_masses
-from samplers.sampler import Sampler
 from samplers.run import Ensemble
+from samplers.sampler import Sampler
 
 _MASS_CACHE: dict = {}
 
@@ -69,9 +69,10 @@ class LiveRun:
         self.ens = Ensemble(sampler, chains, seed)
         self.chains = self.ens.z.shape[0]
         self.max_points = int(max_points)
+        columns = list(range(self.ens.z.shape[1]))
         layout = sampler.layout
-        self.r_cols = list(range(self.ens.z.shape[1]))[layout.columns("momentum")] if layout.has("momentum") else []
-        self.xi_cols = list(range(self.ens.z.shape[1]))[layout.columns("thermostat")] if layout.has("thermostat") else []
+        self.r_cols = columns[layout.columns("momentum")] if layout.has("momentum") else []
+        self.xi_cols = columns[layout.columns("thermostat")] if layout.has("thermostat") else []
         self.has_momentum = bool(self.r_cols)
         # simplex targets keep omega = theta / sum(theta): box, marginals and scores are about that view
         self._view = getattr(pot, "theta_view", None)

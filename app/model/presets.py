@@ -9,10 +9,10 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
-from samplers.targets.potential import Potential
-from samplers.targets.presets import get_potential, preset_names
 from samplers.registry import REGISTRY, get_spec, sampler_names
 from samplers.sampler import SamplerError, coerce_params
+from samplers.targets.potential import Potential
+from samplers.targets.presets import get_potential, preset_names
 
 TYPED = "expr:"          # prefix of a typed potential, as the library spells it
 MAX_RECIPE_DIM = 2       # sympy recipes of 100-d targets take minutes to build: edit D/Q only up to here

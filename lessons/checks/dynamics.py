@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from samplers.accuracy import kl_noise_floor, score
+from samplers.engine.stationarity import stationarity_residual
 from samplers.registry import build_sampler
 from samplers.run import Ensemble
-from samplers.engine.stationarity import stationarity_residual
 
 from .common import CheckResult, result, short
 

@@ -5,9 +5,9 @@ import numpy as np
 from scipy.linalg import expm
 
 from samplers import diagnostics as dg
-from samplers.targets.presets import gaussian_nd
 from samplers.registry import build_sampler
 from samplers.run import Ensemble
+from samplers.targets.presets import gaussian_nd
 
 from .common import CheckResult, chain_mean_se, result, short
 

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from samplers.engine.edit import edited_recipe
-from samplers.registry import build_sampler
 from samplers.engine.stationarity import stationarity_residual
+from samplers.registry import build_sampler
 
 from .common import CheckResult, result, short
 

@@ -5,9 +5,9 @@ import math
 
 import numpy as np
 
-from samplers.targets.presets import get_potential
 from samplers.registry import build_sampler
 from samplers.run import Ensemble, run
+from samplers.targets.presets import get_potential
 
 from .common import CheckResult, chain_mean_se, result
 

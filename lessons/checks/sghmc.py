@@ -6,9 +6,9 @@ import math
 import numpy as np
 from scipy.linalg import expm
 
+from samplers.engine.stationarity import stationarity_residual
 from samplers.registry import build_sampler
 from samplers.run import run
-from samplers.engine.stationarity import stationarity_residual
 
 from .common import CheckResult, chain_mean_se, result, short
 

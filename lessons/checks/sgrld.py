@@ -5,10 +5,10 @@ import numpy as np
 from scipy.integrate import quad
 
 from samplers.accuracy import kl_noise_floor, score
-from samplers.targets.presets import get_potential
+from samplers.engine.stationarity import stationarity_residual
 from samplers.registry import build_sampler
 from samplers.run import run
-from samplers.engine.stationarity import stationarity_residual
+from samplers.targets.presets import get_potential
 
 from .common import CheckResult, chain_mean_se, result, short
 

@@ -5,9 +5,9 @@ from functools import lru_cache
 
 from samplers import diagnostics as dg
 from samplers.accuracy import edges_for
-from samplers.targets.presets import get_potential
 from samplers.registry import build_sampler
 from samplers.run import run
+from samplers.targets.presets import get_potential
 
 from .common import CheckResult, chain_mean_se, result, short
 

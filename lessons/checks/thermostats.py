@@ -7,9 +7,9 @@ import math
 import sympy
 
 from samplers.engine.recipe import Recipe
+from samplers.engine.stationarity import stationarity_residual
 from samplers.registry import build_sampler
 from samplers.run import run
-from samplers.engine.stationarity import stationarity_residual
 
 from .common import CheckResult, chain_mean_se, result, short
 

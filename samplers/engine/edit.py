@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import sympy
 
-from samplers.targets.expr import ExpressionError, parse_expression
 from samplers.engine.recipe import Recipe, RecipeError
+from samplers.targets.expr import ExpressionError, parse_expression
 
 
 def cell_variables(recipe: Recipe) -> tuple[str, ...]:

@@ -143,6 +143,10 @@ class _DifferencedGamma:
         return out
 
 
+def _constant(m):
+    return lambda z: m
+
+
 def _rows_times(mat, rows, vec):
     """mat[..., rows, :] @ vec per chain, for a constant (n, n) or per-chain (N, n, n) matrix."""
     if mat.ndim == 2:
@@ -207,8 +211,8 @@ class Recipe:
         self.numeric = callable(D) or callable(Q)
         if self.numeric:
             probes = self._probe_points()[0]
-            self.D, self.Q = (_NumericField(m if callable(m) else (lambda z, m=np.asarray(m, float): m), self.n,
-                                            probes) for m in (D, Q))
+            self.D, self.Q = (_NumericField(m if callable(m) else _constant(np.asarray(m, float)), self.n, probes)
+                              for m in (D, Q))
             self._validate_numeric(probes)
             self.Gamma = _DifferencedGamma(self.D, self.Q, self.n)
         else:
@@ -417,7 +421,8 @@ class Recipe:
         sym = self.sym
         if self.numeric:
             return dict(z=sympy.latex(sympy.Matrix(sym.z).T), H="U + " + sympy.latex(self.kinetic),
-                        D=r"D(z)\ \text{(numeric)}", Q=r"Q(z)\ \text{(numeric)}", Gamma=r"\Gamma(z)\ \text{(differences)}")
+                        D=r"D(z)\ \text{(numeric)}", Q=r"Q(z)\ \text{(numeric)}",
+                        Gamma=r"\Gamma(z)\ \text{(differences)}")
         H = sympy.Symbol("U") + sym.flatten(self.kinetic)
         show = lambda m: sympy.latex(m)  # noqa: E731
         return dict(z=sympy.latex(sympy.Matrix(sym.z).T), H=sympy.latex(H), D=show(self.D.sym),
@@ -472,7 +477,7 @@ class Recipe:
             note = r"\\ &\text{(in this order, each line using the newest values)}"
         return r"\begin{aligned}" + r"\\ ".join(lines) + note + r"\end{aligned}"
 
-    def with_drop(self, drop) -> "Recipe":
+    def with_drop(self, drop) -> Recipe:
         """The same (H, D, Q) with other terms dropped: the naive/corrected switch."""
         return Recipe(self.name, self.sym, self.kinetic, *self._raw, blocks=self.blocks,
                       drop=drop, aux_box=self.aux_box, description=self.description)

@@ -83,7 +83,7 @@ def stationarity_residual(recipe: Recipe, potential, n_grid: int = 201, n_random
     dD = np.stack([(shifted[j][0][1] - shifted[j][1][1]) / (2 * delta) for j in range(n)], axis=-1)  # d_j D_ik
     active = np.argwhere(np.any(D != 0, axis=0) | np.any(dD != 0, axis=(0, 3)))
     for i, j in active:
-        d2 = _second_difference(lambda zz: at(zz)[1][:, i, j], z, i, j, 1e-3)
+        d2 = _second_difference(lambda zz, i=i, j=j: at(zz)[1][:, i, j], z, i, j, 1e-3)
         terms.append(d2 - dD[:, i, j, j] * gh[:, i] - dD[:, i, j, i] * gh[:, j]
                      - D[:, i, j] * hess[:, i, j] + D[:, i, j] * gh[:, i] * gh[:, j])
     terms = np.array(terms)

@@ -28,8 +28,8 @@ import numpy as np
 import sympy
 from sympy import Matrix, zeros
 
-from samplers.engine.recipe import Recipe, StateSymbols
 from samplers.engine.info import StepInfo
+from samplers.engine.recipe import Recipe, StateSymbols
 from samplers.sampler import SamplerError, SamplerSpec
 
 AUTO_DENSE_MAX_DIM = 200   # dense BFGS up to this dimension (the paper's 100-d example uses BFGS)

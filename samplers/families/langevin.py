@@ -2,20 +2,14 @@
 from __future__ import annotations
 
 import numpy as np
-import sympy
-from sympy import Abs, Matrix, Rational, eye, sqrt, zeros
+from sympy import eye, zeros
 
 from samplers.engine.info import ONE_GRADIENT
 from samplers.engine.recipe import Recipe, StateSymbols
 from samplers.families.common import (
     gradient,
-    hamiltonian_blocks,
-    init_momentum,
     kick,
     level_metric,
-    momentum_layout,
-    names,
-    noise_level,
 )
 from samplers.sampler import SamplerSpec
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import sympy
-from sympy import Abs, Matrix, Rational, eye, sqrt, zeros
+from sympy import Matrix, eye, zeros
 
 from samplers.engine.info import ONE_GRADIENT
 from samplers.engine.recipe import Recipe, StateSymbols
@@ -12,7 +12,6 @@ from samplers.families.common import (
     hamiltonian_blocks,
     init_momentum,
     kick,
-    level_metric,
     momentum_layout,
     names,
     noise_level,

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import sympy
-from sympy import Abs, Matrix, Rational, eye, sqrt, zeros
+from sympy import Matrix, eye, sqrt, zeros
 
 from samplers.engine.info import ONE_GRADIENT
 from samplers.engine.recipe import Recipe, StateSymbols
@@ -15,7 +15,6 @@ from samplers.families.common import (
     level_metric,
     momentum_layout,
     names,
-    noise_level,
 )
 from samplers.sampler import SamplerSpec
 

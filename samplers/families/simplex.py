@@ -22,11 +22,11 @@ from __future__ import annotations
 import numpy as np
 from sympy import Abs, diag
 
-from samplers.targets.simplex import SimplexPotential
-from samplers.gradients import Minibatch
-from samplers.engine.recipe import Recipe, StateSymbols
 from samplers.engine.info import ONE_GRADIENT
+from samplers.engine.recipe import Recipe, StateSymbols
+from samplers.gradients import Minibatch
 from samplers.sampler import SamplerError, SamplerSpec
+from samplers.targets.simplex import SimplexPotential
 
 
 def _target(s) -> SimplexPotential:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from samplers.reproduce import Claim, Outcome, Progress, parallel_map, register
+from samplers.reproduce.base import Claim, Outcome, Progress, parallel_map, reproduction
 
 V = 4.0          # gradient-noise variance
 EPS = 0.1
@@ -48,10 +48,9 @@ def exact_second_moment() -> float:
 
 def _job(job):
     from samplers.accuracy import edges_for, score
-    from samplers.gradients import make_oracle
-    from samplers.targets.presets import get_potential
     from samplers.registry import build_sampler
     from samplers.run import run
+    from samplers.targets.presets import get_potential
     key, seed, chains, sg_steps, sg_burn, thin = job
     label, name, noise, params = VARIANTS[key]
     pot = get_potential("double-well")
@@ -74,10 +73,11 @@ def _job(job):
     return key, row, hist, edges
 
 
-@register("chen-fig1", "Chen, Fox & Guestrin 2014 Fig. 1: naive SGHMC vs SGHMC on θ⁴ − 2θ²",
+@reproduction("chen-fig1", "Chen, Fox & Guestrin 2014 Fig. 1: naive SGHMC vs SGHMC on θ⁴ − 2θ²",
           "Chen, Fox & Guestrin 2014, Sec. 3.1 and Fig. 1 (recipe paper Eq. 11 vs Eq. 12)")
 def chen_fig1(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome:
     import matplotlib.pyplot as plt
+
     from samplers.targets.presets import get_potential
     chains, steps, burn, thin = ((10000, 20000, 2000, 20) if full else (1000, 2000, 500, 5) if quick
                                  else (4000, 10000, 1000, 10))
@@ -97,7 +97,7 @@ def chen_fig1(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome
     ax.plot(xs, pot.density_xy(xs), "k", lw=2.2, label="true distribution")
     styles = {"hmc-mh": ("tab:blue", "-"), "hmc-nomh": ("tab:cyan", "--"), "sg-hmc-mh": ("tab:green", "-"),
               "sg-hmc-nomh": ("tab:red", "--"), "sghmc-naive": ("tab:orange", ":"), "sghmc": ("tab:purple", "-.")}
-    for (key, r, hist, edges) in results:
+    for (key, _, hist, edges) in results:
         centres = 0.5 * (edges[1:] + edges[:-1])
         color, ls = styles[key]
         ax.plot(centres, hist, color=color, ls=ls, lw=1.4, label=VARIANTS[key][0])

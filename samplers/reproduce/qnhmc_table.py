@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from samplers.reproduce import Claim, Outcome, Progress, parallel_map, register
+from samplers.reproduce.base import Claim, Outcome, Progress, parallel_map, reproduction
 
 EPS, L, MAX_LAG, WINDOW = 0.01, 10, 500, 51
 # Table 1 of the paper: Σρ, burn-in time (seconds), ESS, ESS per second (100K samples, last 50K used)
@@ -54,10 +54,9 @@ def _job(job):
     from scipy.ndimage import median_filter
 
     from samplers import diagnostics as dg
-    from samplers.gradients import make_oracle
-    from samplers.targets.presets import get_potential
     from samplers.registry import build_sampler
     from samplers.run import run
+    from samplers.targets.presets import get_potential
     name, variant, seed, chains, steps, stream = job
     label, extra = CONFIGS[(name, variant)]
     pot = get_potential("gaussian-100d")
@@ -88,7 +87,7 @@ def _job(job):
     return row, trace
 
 
-@register("qnhmc-table1", "QNHMC paper Table 1 and Fig. 1: HMC vs QNHMC on the 100-d Gaussian",
+@reproduction("qnhmc-table1", "QNHMC paper Table 1 and Fig. 1: HMC vs QNHMC on the 100-d Gaussian",
           "Fu, Luo & Zhang, Quasi-Newton HMC, Sec. 5.1, Table 1 and Fig. 1")
 def qnhmc_table1(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome:
     import matplotlib.pyplot as plt

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from samplers.reproduce import Claim, Outcome, Progress, parallel_map, register
+from samplers.reproduce.base import Claim, Outcome, Progress, parallel_map, reproduction
 
 LEFT = ["sgld", "sghmc", "sgrhmc-naive", "sgrhmc"]
 LABEL = {"sgld": "SGLD", "sghmc": "SGHMC", "sgrhmc-naive": "naive SGRHMC (Eq. 16)",
@@ -16,9 +16,8 @@ LABEL = {"sgld": "SGLD", "sghmc": "SGHMC", "sgrhmc-naive": "naive SGRHMC (Eq. 16
 
 
 def _make(name, potential, V=1.0, **params):
-    from samplers.gradients import make_oracle
-    from samplers.targets.presets import get_potential
     from samplers.registry import build_sampler
+    from samplers.targets.presets import get_potential
     pot = get_potential(potential)
     return build_sampler(name, pot, V, **params)
 
@@ -35,7 +34,7 @@ def _kl_job(job):
                 diverged=res.diverged), hist, edges
 
 
-@register("recipe-fig2-left", "Recipe paper Fig. 2 (left) and Fig. S.5: KL on two 1-D targets",
+@reproduction("recipe-fig2-left", "Recipe paper Fig. 2 (left) and Fig. S.5: KL on two 1-D targets",
           "Ma, Chen & Fox 2015, Sec. 4.1, Fig. 2 left, Supplement F.1, Fig. S.5")
 def fig2_left(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome:
     import matplotlib.pyplot as plt
@@ -109,10 +108,11 @@ def _explore_job(job):
                 eps=s.params["eps"]), np.array(path)
 
 
-@register("recipe-fig2-right", "Recipe paper Fig. 2 (right): exploring the banana",
+@reproduction("recipe-fig2-right", "Recipe paper Fig. 2 (right): exploring the banana",
           "Ma, Chen & Fox 2015, Sec. 4.1, Fig. 2 right")
 def fig2_right(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome:
     import matplotlib.pyplot as plt
+
     from samplers.targets.presets import get_potential
     chains, max_steps = (2000, 40000) if full else (150, 6000) if quick else (400, 8000)
     names = ["sgld", "sghmc", "sgrhmc"]

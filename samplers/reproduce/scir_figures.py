@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from samplers.reproduce import Claim, Outcome, Progress, parallel_map, register
+from samplers.reproduce.base import Claim, Outcome, Progress, parallel_map, reproduction
 
 POSTERIORS = ["sparse-dirichlet", "dense-dirichlet"]
 SAMPLERS = {"scir": ("SCIR", "h"), "sgrld-simplex": ("SGRLD", "eps")}
@@ -45,11 +45,10 @@ def grids(full: bool, quick: bool) -> dict:
 
 def _run_job(job):
     """One (posterior, sampler, batch, step) cell: KS per repeat, ω₅ of the first repeat, mean ω."""
-    from samplers.targets.simplex import dirichlet_ks
-    from samplers.gradients import make_oracle
-    from samplers.targets.presets import get_potential
     from samplers.registry import build_sampler
     from samplers.run import run
+    from samplers.targets.presets import get_potential
+    from samplers.targets.simplex import dirichlet_ks
     potential, name, batch, step, repeats, chains, run_seed = job
     pot = get_potential(potential)
     s = build_sampler(name, pot, None, batch, **{SAMPLERS[name][1]: step})
@@ -63,8 +62,8 @@ def _run_job(job):
 
 
 def _exact_ks(potential, repeats, chains, seed):
-    from samplers.targets.simplex import dirichlet_ks
     from samplers.targets.presets import get_potential
+    from samplers.targets.simplex import dirichlet_ks
     pot = get_potential(potential)
     rng = np.random.default_rng(10_000 + seed)
     draws = [pot.exact_sampler(ITERATIONS * chains, rng) for _ in range(repeats)]
@@ -85,7 +84,7 @@ def _tune(potentials, batches, grid, repeats, chains, seed, label):
 
 
 # -- Fig. 1 ------------------------------------------------------------------------------------
-@register("scir-fig1", "SCIR paper Fig. 1: a sparse component of ω under exact, SCIR and SGRLD sampling",
+@reproduction("scir-fig1", "SCIR paper Fig. 1: a sparse component of ω under exact, SCIR and SGRLD sampling",
           "Baker, Fearnhead, Fox & Nemeth 2018, Sec. 1.3 and 2.2, Fig. 1")
 def scir_fig1(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome:
     import matplotlib.pyplot as plt
@@ -172,7 +171,7 @@ def scir_fig1(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome
 
 
 # -- Fig. 2 ------------------------------------------------------------------------------------
-@register("scir-fig2", "SCIR paper Fig. 2: KS distance against minibatch size, sparse and dense Dirichlet",
+@reproduction("scir-fig2", "SCIR paper Fig. 2: KS distance against minibatch size, sparse and dense Dirichlet",
           "Baker, Fearnhead, Fox & Nemeth 2018, Sec. 2.2, Fig. 2")
 def scir_fig2(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome:
     import matplotlib.pyplot as plt

@@ -8,11 +8,10 @@ scipy.stats in the tests.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
-from scipy import stats
 from scipy.special import logsumexp
 
 Array = np.ndarray

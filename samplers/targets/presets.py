@@ -2,8 +2,8 @@
 (`expr:`, `gamma:`, `dirichlet:`) that build a target from text. One explicit table each."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
-from typing import Callable
 
 import numpy as np
 from scipy import stats
@@ -13,6 +13,8 @@ from samplers.targets.data import logistic
 from samplers.targets.potential import Array, Potential, PotentialError
 from samplers.targets.simplex import dense_dirichlet, simplex_prefix, sparse_dirichlet
 from samplers.targets.typed import typed_potential
+
+
 # ----------------------------------------------------------------------------------
 # presets
 # ----------------------------------------------------------------------------------
@@ -55,7 +57,6 @@ def gaussian_nd(name: str, cov: Array, description: str, formula: str, box_sd: f
     cov = np.asarray(cov, float)
     d = cov.shape[0]
     prec = np.linalg.inv(cov)
-    law = stats.multivariate_normal(np.zeros(d), cov)
     sd = np.sqrt(np.diag(cov))
     chol = np.linalg.cholesky(cov)
     return Potential(
