@@ -42,3 +42,4 @@ def assert_claims_hold(claims, *starts):
         hits = [c for text, c in claims.items() if text.startswith(start)]
         assert len(hits) == 1, (start, list(claims))
         assert hits[0]["holds"], hits[0]["evidence"]
+
