@@ -100,6 +100,14 @@ def _is_2d_edges(edges):
     return len(edges) == 2 and np.ndim(edges[0]) == 1
 
 
+def uniform_bin_index(x, lo: float, inv_width: float, nbins: int):
+    """Bin index of each value on a uniform grid (inv_width = 1 / bin width), -1 outside; NaN compares
+    false, so it lands outside too. The live histograms' fast path: no search, one pass."""
+    f = (x - lo) * inv_width
+    ok = (f >= 0) & (f < nbins)
+    return np.where(ok, f, -1.0).astype(np.intp)   # f >= 0 there, so truncation is floor
+
+
 def _bin_index(x, edges):
     """Bin index of each value in half-open bins, -1 when outside or non-finite."""
     edges = np.asarray(edges, dtype=float)
@@ -150,8 +158,32 @@ def _with_outside(samples, edges, masses):
     q = np.asarray(masses, dtype=float)
     if q.shape != p.shape:
         raise ValueError(f"masses shape {q.shape} does not match bins {p.shape}")
-    q_out = max(1.0 - q.sum(), 0.0)
-    return np.append(p.ravel(), p_out), np.append(q.ravel(), q_out)
+    return np.append(p.ravel(), p_out), _exact_with_outside(q)
+
+
+def _exact_with_outside(masses):
+    return np.append(masses.ravel(), max(1.0 - masses.sum(), 0.0))
+
+
+def _kl(p, q, floor):
+    q = np.maximum(q, floor)
+    nz = p > 0  # 0 log 0 = 0
+    return float(np.sum(p[nz] * np.log(p[nz] / q[nz])))
+
+
+def _tv(p, q):
+    return float(0.5 * np.abs(p - q).sum())
+
+
+def counts_kl_tv(counts, outside, masses, floor=1e-12) -> tuple[float, float]:
+    """KL and TV of accumulated bin counts (plus a count outside the box) against exact bin masses:
+    the same distances as `kl_divergence` and `tv_distance`, for histograms kept as counts."""
+    n = counts.sum() + outside
+    if n <= 0:
+        return float("nan"), float("nan")
+    p = np.append(counts.ravel(), outside) / n
+    q = _exact_with_outside(np.asarray(masses, dtype=float))
+    return _kl(p, q, floor), _tv(p, q)
 
 
 def kl_divergence(samples, edges, masses, floor=1e-12):
@@ -173,16 +205,12 @@ def kl_divergence(samples, edges, masses, floor=1e-12):
     float
         Biased upward by about `kl_mc_bias` for a finite exact sample.
     """
-    p, q = _with_outside(samples, edges, masses)
-    q = np.maximum(q, floor)
-    nz = p > 0  # 0 log 0 = 0
-    return float(np.sum(p[nz] * np.log(p[nz] / q[nz])))
+    return _kl(*_with_outside(samples, edges, masses), floor)
 
 
 def tv_distance(samples, edges, masses):
     """Total variation ``0.5 * sum |p_hat - q|``, outside bin included."""
-    p, q = _with_outside(samples, edges, masses)
-    return float(0.5 * np.abs(p - q).sum())
+    return _tv(*_with_outside(samples, edges, masses))
 
 
 def kl_mc_bias(n_bins, n_eff):

@@ -12,12 +12,13 @@ from app.model.config import LabConfig
 from app.model.content import list_assets, list_lessons
 from app.model.exports import samples_csv, samples_npz
 from app.model.lab import Lab, droppable_term
-from app.model.live_run import LiveRun, kl_tv
+from app.model.live_run import LiveRun
 from app.model.presets import compare_pairs, demo_query, load_potential, validate_params
 from app.model.reasons import Block, BlockKind, NoticeKind
 from app.model.urlstate import apply_query, from_query, parse_search, query_string, to_query
 from samplers import diagnostics as dg
 from samplers.accuracy import edges_for, exact_masses
+from samplers.diagnostics import counts_kl_tv
 from samplers.registry import REGISTRY, sampler_names
 
 
@@ -64,7 +65,7 @@ def test_histogram_counts_match_the_librarys_kl_and_tv():
     _, joint, outside = run.histograms()
     edges = edges_for(run.pot)
     masses = exact_masses(run.pot, edges)
-    kl, tv = kl_tv(joint, outside, masses)
+    kl, tv = counts_kl_tv(joint, outside, masses)
     assert kl == pytest.approx(dg.kl_divergence(theta, edges, masses), rel=1e-9)
     assert tv == pytest.approx(dg.tv_distance(theta, edges, masses), rel=1e-9)
 

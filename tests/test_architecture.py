@@ -2,6 +2,7 @@
 model layer of the app free of Panel and Bokeh, and a plain `pip install .` that works outside the
 repository. The layer contracts themselves are import-linter's (pyproject.toml, run by .ci/run)."""
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -81,11 +82,14 @@ def test_app_model_imports_no_panel_or_bokeh():
 def test_plain_install_works_outside_the_repository(tmp_path):
     """pip install . (not editable) into a venv that borrows the installed dependencies, then, from
     another directory: the three packages import from site-packages and a lesson check runs."""
+    source = tmp_path / "source"   # pip builds in the tree it is given: keep the checkout clean
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__",
+                                                                  "test-artifacts", ".pytest_cache"))
     env_dir = tmp_path / "venv"
     venv.create(env_dir, system_site_packages=True, with_pip=True)
     py = str(env_dir / "bin" / "python")
     pip = subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps",
-                          "--disable-pip-version-check", str(ROOT)], capture_output=True, text=True, timeout=600)
+                          "--disable-pip-version-check", str(source)], capture_output=True, text=True, timeout=600)
     assert pip.returncode == 0, pip.stderr
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -35,26 +35,6 @@ def bin_masses(pot, edges) -> np.ndarray:
     return _MASS_CACHE[key]
 
 
-def _bin_index(x: np.ndarray, lo: float, inv_width: float, nbins: int) -> np.ndarray:
-    """Index of each value's bin on a uniform grid, -1 outside (NaN compares false: outside too)."""
-    f = (x - lo) * inv_width
-    ok = (f >= 0) & (f < nbins)
-    return np.where(ok, f, -1.0).astype(np.intp)   # f >= 0 there, so truncation is floor
-
-
-def kl_tv(counts: np.ndarray, outside: float, masses: np.ndarray, floor: float = 1e-12) -> tuple[float, float]:
-    """KL(histogram || exact masses) and TV, the outside-the-box mass as one more bin."""
-    n = counts.sum() + outside
-    if n <= 0:
-        return float("nan"), float("nan")
-    p = np.append(counts.ravel(), outside) / n
-    q = np.append(masses.ravel(), max(1.0 - float(masses.sum()), 0.0))
-    tv = 0.5 * float(np.abs(p - q).sum())
-    q = np.maximum(q, floor)
-    nz = p > 0
-    return float(np.sum(p[nz] * np.log(p[nz] / q[nz]))), tv
-
-
 class LiveRun:
     """An Ensemble advanced step by step, with histograms, paths, an ESS trace and metrics."""
 
@@ -165,7 +145,8 @@ class LiveRun:
 
     def _bin(self, theta: np.ndarray):
         """Marginal bin indices of the plotted coordinates, -1 outside."""
-        return [_bin_index(theta[:, i], self._lo[i], self._inv[i], self._nb[i]) for i in range(len(self.edges))]
+        return [dg.uniform_bin_index(theta[:, i], self._lo[i], self._inv[i], self._nb[i])
+                for i in range(len(self.edges))]
 
     def _counts(self, theta: np.ndarray):
         idx = self._bin(theta)
@@ -196,7 +177,7 @@ class LiveRun:
         lm = self.log_marginal
         with np.errstate(all="ignore"):
             x = np.log10(theta[:, lm["index"]])
-        idx = _bin_index(x, lm["edges"][0], lm["inv"], 60)
+        idx = dg.uniform_bin_index(x, lm["edges"][0], lm["inv"], 60)
         return np.bincount(idx[idx >= 0], minlength=60)
 
     def _record_path(self) -> None:
@@ -282,7 +263,7 @@ class LiveRun:
     def metrics(self) -> dict:
         """Scalars for the metrics panel."""
         dens, joint, outside = self.histograms()
-        kl, tv = kl_tv(joint, outside, self.masses)
+        kl, tv = dg.counts_kl_tv(joint, outside, self.masses)
         ess, eff = self.ess()
         out = dict(t=self.t, chains=self.chains, dim=self.dim, diverged=self.n_diverged, kl=kl, tv=tv, ess=ess,
                    ess_per=eff, kept=self.kept, accumulating=self.accumulating, burn=self.burn)
