@@ -1,7 +1,7 @@
 """Every named sampler, in one explicit table: adding a sampler is one family module plus one line here."""
 from __future__ import annotations
 
-from samplers.families import hmc, langevin, sghmc, sgrhmc, simplex, thermostats
+from samplers.families import hmc, langevin, qnhmc, sghmc, sgrhmc, simplex, thermostats
 from samplers.gradients import make_oracle
 from samplers.sampler import Sampler, SamplerError, SamplerSpec
 from samplers.targets.presets import get_potential
@@ -16,8 +16,8 @@ SPECS: tuple[SamplerSpec, ...] = (
     sgrhmc.SGRHMC,
     sgrhmc.SGRHMC_NAIVE,
     hmc.HMC,
-    hmc.QNHMC,
-    hmc.QNHMC_NAIVE,
+    qnhmc.QNHMC,
+    qnhmc.QNHMC_NAIVE,
     simplex.SCIR,
     simplex.SGRLD_SIMPLEX,
 )

@@ -10,7 +10,8 @@ import pytest
 
 from samplers import diagnostics as dg
 from samplers.engine.stationarity import stationarity_residual
-from samplers.families.hmc import Curvature, LBFGSOperator, bfgs_update, current_B, fixed_c_recipe, sr1_update
+from samplers.families.curvature import LBFGSOperator, bfgs_update, sr1_update
+from samplers.families.qnhmc import Curvature, current_B, fixed_c_recipe
 from samplers.registry import build_sampler
 from samplers.run import run
 from samplers.sampler import SamplerError
