@@ -5,6 +5,7 @@ that alters a random stream, an operation's order or a printed line shows up her
 """
 import csv
 import io
+import math
 import os
 import subprocess
 import sys
@@ -18,13 +19,20 @@ GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
 WALL_CLOCK = {"seconds", "burn_in_s", "ess_per_s"}   # qnhmc-table1's timings: all else must match
 
 
-def _cell(text: str) -> str:
-    """A number to 12 significant digits: BLAS sums a dot product in an order that depends on its thread
-    count (CI runs one thread per process), which moves the 16th digit of an ESS and nothing else."""
+def _cell(text: str):
     try:
-        return f"{float(text):.12g}"
+        return float(text)
     except ValueError:
         return text
+
+
+def _same(a, b) -> bool:
+    """Equal, numbers to within 1e-9: BLAS sums a dot product in an order that depends on its thread count
+    (CI runs one thread per process), which moves the last digits of QNHMC's 100-d trajectories; the
+    sample files of the other runs stay equal byte for byte."""
+    if isinstance(a, float) and isinstance(b, float):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) or (math.isnan(a) and math.isnan(b))
+    return a == b
 
 
 def _untimed(text: str) -> list[list[str]]:
@@ -67,4 +75,7 @@ def test_reproductions_write_the_same_csv(tmp_path):
         for name in names():
             reproduce(name, out_dir=tmp_path, seed=0, quick=True, stream=sink)
             got = (tmp_path / f"{name}.csv").read_text()
-            assert _untimed(got) == _untimed(_read(f"reproduce/{name}.csv")), name
+            want = _untimed(_read(f"reproduce/{name}.csv"))
+            have = _untimed(got)
+            assert len(have) == len(want) and all(
+                len(r) == len(w) and all(map(_same, r, w)) for r, w in zip(have, want)), (name, have, want)
