@@ -495,9 +495,7 @@ class _Parser:
                 f"{name}({argument.value:.6g}) is undefined (not a real number)", token.pos
             ) from None
         except OverflowError:
-            raise ExpressionError(
-                f"constant too large at position {token.pos + 1} (limit 1e300)", token.pos
-            ) from None
+            raise _too_large(token) from None
         return self.finish(make_expr(argument.expr), _checked(value, token), token)
 
 
@@ -612,6 +610,10 @@ def _reciprocal(node: _Node, token: _Token) -> _Node:
     return _Node(expr, value)
 
 
+def _too_large(token: _Token) -> ExpressionError:
+    return ExpressionError(f"constant too large at position {token.pos + 1} (limit 1e300)", token.pos)
+
+
 def _float_power(base: float, exponent: _Node, op: _Token) -> float:
     # An exact integer exponent keeps (-2)**3 real even if its shadow is 2.9999999.
     power = int(exponent.expr) if exponent.expr.is_Integer else exponent.value
@@ -622,9 +624,7 @@ def _float_power(base: float, exponent: _Node, op: _Token) -> float:
             f"division by zero (0 to a negative power) at position {op.pos + 1}", op.pos
         ) from None
     except OverflowError:
-        raise ExpressionError(
-            f"constant too large at position {op.pos + 1} (limit 1e300)", op.pos
-        ) from None
+        raise _too_large(op) from None
     value = _checked(value, op)
     if value == 0.0 and base != 0.0:
         raise _too_small(op)
