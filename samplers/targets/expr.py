@@ -303,28 +303,27 @@ class _Parser:
         return node.expr
 
     def sum(self) -> _Node:
-        terms, ops = [self.product()], []
-        while self.at("+", "-"):
-            op = self.take()
-            term = self.product()
-            self.count(op)
-            terms.append(_negate(term) if op.text == "-" else term)
-            ops.append(op)
-        return _fold(terms, ops, _add_constants, sympy.Add)
+        return self.chain(self.product, ("+", "-"), _add_constants, sympy.Add)
 
     def product(self) -> _Node:
-        factors, ops = [self.unary()], []
-        while self.at("*", "/"):
+        return self.chain(self.unary, ("*", "/"), _multiply_constants, sympy.Mul)
+
+    def chain(self, operand, operators, combine, operation) -> _Node:
+        """operand (op operand)*, left-associative: a sum of terms or a product of factors."""
+        nodes, ops = [operand()], []
+        while self.at(*operators):
             op = self.take()
-            factor = self.unary()
+            node = operand()
             self.count(op)
-            if op.text == "/":
-                if factor.value == 0:
+            if op.text == "-":
+                node = _negate(node)
+            elif op.text == "/":
+                if node.value == 0:
                     raise ExpressionError(f"division by zero at position {op.pos + 1}", op.pos)
-                factor = _reciprocal(factor, op)
-            factors.append(factor)
+                node = _reciprocal(node, op)
+            nodes.append(node)
             ops.append(op)
-        return _fold(factors, ops, _multiply_constants, sympy.Mul)
+        return _fold(nodes, ops, combine, operation)
 
     def unary(self) -> _Node:
         if not self.at("+", "-"):
