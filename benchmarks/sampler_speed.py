@@ -41,7 +41,7 @@ def step_rate(sampler, chains, engine, repeat):
     def go():
         nonlocal z
         for t in range(steps):
-            z = step(z, rng, t + 1)
+            z, _ = step(z, rng, t + 1)
     go()  # warm up (sympy lambdify caches, allocations)
     return chains * steps / best_time(go, repeat)
 
