@@ -3,7 +3,7 @@ import pytest
 from conftest import fd_grad
 from scipy import stats
 
-from samplers.targets.potential import PotentialError
+from samplers.targets.potential import Potential, PotentialError
 from samplers.targets.presets import get_potential, preset_names
 
 PRESETS = preset_names()
@@ -103,3 +103,15 @@ def test_bad_typed_potentials_give_clear_errors(text, message):
 def test_unknown_preset():
     with pytest.raises(PotentialError, match="unknown potential"):
         get_potential("nope")
+
+
+def test_building_a_potential_evaluates_nothing_until_its_law_is_asked_for():
+    calls = []
+
+    def U(theta):
+        calls.append(len(theta))
+        return 0.5 * theta[:, 0] ** 2
+
+    pot = Potential("lazy", 1, U, lambda t: t.copy(), ((-8.0, 8.0),))
+    assert calls == []
+    assert pot.log_z == pytest.approx(0.5 * np.log(2 * np.pi), rel=1e-6) and calls

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from scipy.special import logsumexp
@@ -30,20 +31,44 @@ class Potential:
     box: tuple                            # ((lo, hi), ...) for the plotted coordinates
     description: str = ""
     formula: str = ""                     # LaTeX of U
-    u_min: float | None = None            # minimum of U (sets the SGRHMC metric constant)
-    log_z: float | None = None            # log normalising constant of exp(-U)
-    marginals: dict = field(default_factory=dict)  # i -> exact 1-D marginal density of theta_i
+    known_u_min: float | None = None      # minimum of U where known (else found on the grid)
+    known_log_z: float | None = None      # log normalising constant of exp(-U) where known in closed form
+    known_marginals: dict = field(default_factory=dict)  # i -> closed-form 1-D marginal density of theta_i
     exact_sampler: Callable | None = None  # (n, rng) -> (n, dim) exact draws, where cheap
     data: object = None                    # the data set of a data posterior (for minibatches)
     start: Array | None = None             # where chains start by default
 
-    def __post_init__(self):
-        if self.dim <= 2 and (self.log_z is None or self.u_min is None):
-            self._normalise_on_grid()
+    # -- the exact law, computed when first asked for: building a potential costs nothing -------
+    @cached_property
+    def _normalisation(self) -> tuple:
+        if self.dim <= 2 and (self.known_log_z is None or self.known_u_min is None):
+            log_z, u_min = self._normalise_on_grid()
+            return log_z, u_min if self.known_u_min is None else self.known_u_min
+        return self.known_log_z, self.known_u_min
+
+    @property
+    def log_z(self) -> float | None:
+        return self._normalisation[0]
+
+    @property
+    def u_min(self) -> float | None:
+        """The minimum of U (it sets the SGRLD/SGRHMC metric constant)."""
+        return self._normalisation[1]
+
+    @cached_property
+    def marginals(self) -> dict:
+        """i -> exact 1-D marginal density of theta_i: closed forms, else from the grid (dim <= 2)."""
+        out = dict(self.known_marginals)
         if self.dim <= 2:
             for i in range(self.dim):
-                if i not in self.marginals:   # a grid pass per missing marginal: skip closed forms
-                    self.marginals[i] = self._grid_marginal(i)
+                if i not in out:
+                    out[i] = self._grid_marginal(i)
+        return out
+
+    def normalise(self) -> Potential:
+        """Compute the normalisation now (and check exp(-U) is integrable on the box): PotentialError if not."""
+        _ = self.log_z
+        return self
 
     # -- exact density -------------------------------------------------------------
     def U_chunked(self, theta: Array, chunk: int = 20000) -> Array:
@@ -92,10 +117,9 @@ class Potential:
             sl[k] = [0, -1]
             w[tuple(sl)] *= 0.5
         log_w = np.log(w.ravel() * cell)
-        self.log_z = float(logsumexp(-u + log_w))
-        self.u_min = float(u.min()) if self.u_min is None else self.u_min
         self._check_contained(u.reshape([n] * self.dim))
         self._u_grid = (axes, u.reshape([n] * self.dim))   # reused by the grid marginals
+        return float(logsumexp(-u + log_w)), float(u.min())
 
     def _check_contained(self, u_grid: Array):
         """exp(-U) must have decayed at the edges of the box, or the law is not in the picture."""

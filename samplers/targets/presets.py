@@ -22,8 +22,8 @@ def gaussian() -> Potential:
     return Potential(
         "gaussian", 1, lambda t: 0.5 * t[:, 0] ** 2, lambda t: t.copy(), ((-5.0, 5.0),),
         description="standard normal, U = θ²/2 (recipe paper Fig. 2 left)",
-        formula=r"U(\theta) = \theta^2/2", u_min=0.0, log_z=0.5 * np.log(2 * np.pi),
-        marginals={0: stats.norm().pdf},
+        formula=r"U(\theta) = \theta^2/2", known_u_min=0.0, known_log_z=0.5 * np.log(2 * np.pi),
+        known_marginals={0: stats.norm().pdf},
         exact_sampler=lambda n, rng: rng.standard_normal((n, 1)),
         start=np.zeros(1))
 
@@ -33,7 +33,7 @@ def double_well() -> Potential:
         "double-well", 1, lambda t: t[:, 0] ** 4 - 2 * t[:, 0] ** 2,
         lambda t: 4 * t ** 3 - 4 * t, ((-3.0, 3.0),),
         description="two modes at ±1, U = θ⁴ − 2θ² (recipe paper Fig. 2 left; Chen et al. Fig. 1)",
-        formula=r"U(\theta) = \theta^4 - 2\theta^2", u_min=-1.0, start=np.zeros(1))
+        formula=r"U(\theta) = \theta^4 - 2\theta^2", known_u_min=-1.0, start=np.zeros(1))
 
 
 def banana() -> Potential:
@@ -50,7 +50,7 @@ def banana() -> Potential:
         "banana", 2, U, grad, ((-4.0, 4.0), (-2.5, 3.5)),
         description="banana-shaped, U = θ₁⁴/10 + (4(θ₂ + 1.2) − θ₁²)²/2 (recipe paper Fig. 2 right)",
         formula=r"U(\theta) = \theta_1^4/10 + \left(4(\theta_2+1.2) - \theta_1^2\right)^2/2",
-        u_min=0.0, start=np.array([0.0, -1.2]))
+        known_u_min=0.0, start=np.array([0.0, -1.2]))
 
 
 def gaussian_nd(name: str, cov: Array, description: str, formula: str, box_sd: float = 5.0) -> Potential:
@@ -62,8 +62,8 @@ def gaussian_nd(name: str, cov: Array, description: str, formula: str, box_sd: f
     return Potential(
         name, d, lambda t: 0.5 * np.einsum("ni,ij,nj->n", t, prec, t), lambda t: t @ prec,
         tuple((-box_sd * s, box_sd * s) for s in sd[:2]), description=description, formula=formula,
-        u_min=0.0, log_z=0.5 * (d * np.log(2 * np.pi) + np.linalg.slogdet(cov)[1]),
-        marginals={i: stats.norm(0, sd[i]).pdf for i in range(d)},
+        known_u_min=0.0, known_log_z=0.5 * (d * np.log(2 * np.pi) + np.linalg.slogdet(cov)[1]),
+        known_marginals={i: stats.norm(0, sd[i]).pdf for i in range(d)},
         exact_sampler=lambda n, rng: rng.standard_normal((n, d)) @ chol.T, start=np.zeros(d))
 
 
@@ -116,7 +116,7 @@ def mixture() -> Potential:
         "mixture", 2, U, grad, ((-4.5, 4.5), (-4.5, 4.5)),
         description="three well-separated Gaussian modes (weights 0.4, 0.35, 0.25, sd 0.6)",
         formula=r"U(\theta) = -\log \sum_k w_k\, \mathcal N(\theta; \mu_k, 0.6^2 I)",
-        u_min=u_min, log_z=0.0, marginals=marg, exact_sampler=sample, start=np.zeros(2))
+        known_u_min=u_min, known_log_z=0.0, known_marginals=marg, exact_sampler=sample, start=np.zeros(2))
 
 
 PRESETS: dict[str, Callable[..., Potential]] = {

@@ -145,8 +145,8 @@ def gamma_potential(a: float) -> SimplexPotential:
         f"gamma:{a:g}", 1, U, grad, box,
         description=f"Gamma({a:g}, 1) on θ > 0, the stationary law of the CIR process (SCIR paper Eq. 2.1)",
         formula=rf"U(\theta) = \theta - ({a:g} - 1)\log\theta,\ \theta > 0",
-        u_min=_u_min([a]), log_z=float(special.gammaln(a)),
-        marginals={0: lambda x: np.where(np.asarray(x) > 0, law.pdf(np.clip(x, 1e-300, None)), at_zero)},
+        known_u_min=_u_min([a]), known_log_z=float(special.gammaln(a)),
+        known_marginals={0: lambda x: np.where(np.asarray(x) > 0, law.pdf(np.clip(x, 1e-300, None)), at_zero)},
         exact_sampler=lambda n, rng: rng.gamma(a, 1.0, size=(n, 1)), start=np.array([a]),
         shape=np.array([a]), simplex=False)
 
@@ -180,8 +180,8 @@ def dirichlet_potential(counts, alpha=DEFAULT_ALPHA, name: str | None = None,
         description=description or f"Dir(α + counts) posterior of ω, d = {d}, N = {int(counts.sum())}, "
                                    f"α = {alpha[0]:g}; runs keep ω = θ/Σθ",
         formula=r"\theta_j \sim \mathrm{Gamma}(\alpha_j + n_j, 1),\ \omega = \theta / \textstyle\sum_j \theta_j",
-        u_min=_u_min(a), log_z=float(special.gammaln(a).sum()),
-        marginals={j: margs[j].pdf for j in range(d)}, exact_sampler=sample, data=data,
+        known_u_min=_u_min(a), known_log_z=float(special.gammaln(a).sum()),
+        known_marginals={j: margs[j].pdf for j in range(d)}, exact_sampler=sample, data=data,
         start=a / total, shape=a, simplex=True)
 
 

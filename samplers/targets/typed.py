@@ -40,8 +40,9 @@ def typed_potential(text: str, box=None) -> Potential:
     last = None
     for b in boxes:
         try:
+            # a typed U is checked at once: finite on the box, and exp(-U) decays inside it
             pot = Potential(f"expr:{text.strip()}", d, U, grad, tuple(b),
-                            description="typed potential", formula="U = " + sympy.latex(expr))
+                            description="typed potential", formula="U = " + sympy.latex(expr)).normalise()
         except PotentialError as err:
             last = err
             continue
