@@ -15,7 +15,7 @@ import numpy as np
 
 from samplers import diagnostics as dg
 from samplers.accuracy import score
-from samplers.engine.recipe import RecipeError
+from samplers.engine.symbols import RecipeError
 from samplers.gradients import GradientError
 from samplers.registry import REGISTRY, build_sampler, sampler_names
 from samplers.run import run

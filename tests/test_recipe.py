@@ -2,8 +2,9 @@ import numpy as np
 import pytest
 import sympy
 
-from samplers.engine.recipe import Recipe, RecipeError, StateSymbols
+from samplers.engine.recipe import Recipe
 from samplers.engine.stationarity import stationarity_residual
+from samplers.engine.symbols import RecipeError, StateSymbols
 from samplers.gradients import ExactGradient
 from samplers.registry import REGISTRY, build_sampler, sampler_names
 from samplers.targets.presets import get_potential

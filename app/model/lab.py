@@ -10,8 +10,8 @@ import numpy as np
 import param
 
 from samplers.engine.edit import edited_recipe, matrix_cells
-from samplers.engine.recipe import RecipeError
 from samplers.engine.stationarity import stationarity_residual
+from samplers.engine.symbols import RecipeError
 from samplers.gradients import GradientError
 from samplers.registry import build_sampler
 from samplers.sampler import SamplerError

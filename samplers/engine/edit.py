@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import sympy
 
-from samplers.engine.recipe import Recipe, RecipeError
+from samplers.engine.recipe import Recipe
+from samplers.engine.symbols import RecipeError
 from samplers.targets.expr import ExpressionError, parse_expression
 
 

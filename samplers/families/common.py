@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from sympy import Abs, sqrt
 
-from samplers.engine.recipe import scaled_noise
+from samplers.engine.noise import scaled_noise
 from samplers.sampler import SamplerError
 
 FAST_SCALAR_ONLY = "the fast path takes a scalar Bhat"

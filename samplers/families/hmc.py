@@ -13,7 +13,8 @@ import sympy
 from sympy import Matrix, zeros
 
 from samplers.engine.info import StepInfo
-from samplers.engine.recipe import Recipe, StateSymbols
+from samplers.engine.recipe import Recipe
+from samplers.engine.symbols import StateSymbols
 from samplers.sampler import SamplerError, SamplerSpec
 
 DIVERGENT = 1000.0   # |H1 - H0| beyond which a trajectory counts as divergent (Stan's threshold)

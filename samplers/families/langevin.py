@@ -5,7 +5,8 @@ import numpy as np
 from sympy import eye, zeros
 
 from samplers.engine.info import ONE_GRADIENT
-from samplers.engine.recipe import Recipe, StateSymbols
+from samplers.engine.recipe import Recipe
+from samplers.engine.symbols import StateSymbols
 from samplers.families.common import (
     gradient,
     kick,

@@ -25,7 +25,8 @@ import numpy as np
 import sympy
 from sympy import Matrix, zeros
 
-from samplers.engine.recipe import Recipe, StateSymbols
+from samplers.engine.recipe import Recipe
+from samplers.engine.symbols import StateSymbols
 from samplers.families.curvature import (
     LBFGSOperator,
     batched_matvec,

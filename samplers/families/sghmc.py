@@ -6,7 +6,8 @@ import sympy
 from sympy import Matrix, eye, zeros
 
 from samplers.engine.info import ONE_GRADIENT
-from samplers.engine.recipe import Recipe, StateSymbols
+from samplers.engine.recipe import Recipe
+from samplers.engine.symbols import StateSymbols
 from samplers.families.common import (
     gradient,
     hamiltonian_blocks,

@@ -23,7 +23,8 @@ import numpy as np
 from sympy import Abs, diag
 
 from samplers.engine.info import ONE_GRADIENT
-from samplers.engine.recipe import Recipe, StateSymbols
+from samplers.engine.recipe import Recipe
+from samplers.engine.symbols import StateSymbols
 from samplers.gradients import Minibatch
 from samplers.sampler import SamplerError, SamplerSpec
 from samplers.targets.simplex import SimplexPotential
