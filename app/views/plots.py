@@ -5,17 +5,16 @@ once per run; each frame only assigns or streams small ColumnDataSource columns:
 heights, the new points of a few highlighted paths, a capped subsample of the ensemble and
 the metrics text. Bokeh's save tool gives the PNG export.
 
-A frame's changes travel as one websocket message (see LabView.tick), and a frame touches few
+A frame's changes travel as one websocket message (see FrameLoop.one_message), and a frame touches few
 sources: the highlighted chains' current positions are the first rows of the ensemble source
 (drawn again, bigger, through a fixed index filter), both marginals share one source, and short
 columns go as JSON lists rather than binary buffers (each buffer is two more websocket frames).
 
-What the browser redraws each frame is kept small (measured in headless Chromium, software
-rendering): the renderers whose data change every frame sit on the "overlay" level, so BokehJS
+What the browser redraws each frame is kept small: the renderers whose data change every frame sit on the "overlay" level, so BokehJS
 repaints only that canvas layer and leaves the density image, contours, axes, grid and title
 alone; legends show static stand-ins (see `_legend`); the metrics panel is a Panel HTML pane,
 whose update only replaces its inner HTML where a Bokeh Div re-renders and lays itself out again
-(~8 ms against ~45 ms of the page's main thread per update).
+(the figures are in docs/notes/app-frames.md).
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ largest eigenvalue), over the last half of the run (the paper: the last 50K of 1
 
 The paper does not say how it timed or estimated; HMC-BFGS (Zhang & Sutton 2011) is not in the lab,
 so its row carries the paper's numbers only. QNHMC runs Algorithm 2 as printed: BFGS (Eq. 1) from
-B = I. `samplers/hmc.py` explains why BFGS is slow to settle on this target (it rotates B's deficit
+B = I. docs/notes/qnhmc.md explains why BFGS is slow to settle on this target (it rotates B's deficit
 along 1 into the directions the chain drifts along instead of removing it); the lab's default QNHMC
 (SR1 updates from I rescaled by the first pair) is run beside it as our variant.
 """
