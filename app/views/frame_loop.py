@@ -111,8 +111,9 @@ class FrameLoop:
         """Collect the frame's changes and send them as one PATCH-DOC message. Bokeh's own hold sends
         one message per changed source on release, and each message has a fixed server cost whatever
         its size (its serialiser first indexes every model of the page; benchmarks/app_frame.py).
-        Panel's `unlocked` writes them as one message once the page has loaded; before that (or without a server) it holds nothing,
-        so the frame holds the document itself and Bokeh sends the changes as it always does."""
+        Panel's `unlocked` writes them as one message once the page has loaded; before that (or without
+        a server) it holds nothing, so the frame holds the document itself and Bokeh sends the changes
+        as it always does."""
         doc = self.doc
         with pn.io.unlocked():
             held_here = doc is not None and not doc.callbacks.hold_value

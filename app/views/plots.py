@@ -10,12 +10,11 @@ sources: the highlighted chains' current positions are the first rows of the ens
 (drawn again, bigger, through a fixed index filter), both marginals share one source, and short
 columns go as JSON lists rather than binary buffers (each buffer is two more websocket frames).
 
-What the browser redraws each frame is kept small: the renderers whose data change every frame
-sit on the "overlay" level, so BokehJS
-repaints only that canvas layer and leaves the density image, contours, axes, grid and title
-alone; legends show static stand-ins (see `_legend`); the metrics panel is a Panel HTML pane,
-whose update only replaces its inner HTML where a Bokeh Div re-renders and lays itself out again
-(the figures are in docs/notes/app-frames.md).
+What the browser redraws each frame is kept small: the renderers whose data change every frame sit
+on the "overlay" level, so BokehJS repaints only that canvas layer and leaves the density image,
+contours, axes, grid and title alone; legends show static stand-ins (see `_legend`); the metrics
+panel is a Panel HTML pane, whose update only replaces its inner HTML where a Bokeh Div re-renders
+and lays itself out again (the figures are in docs/notes/app-frames.md).
 """
 from __future__ import annotations
 
