@@ -50,6 +50,9 @@ AUTO_DENSE_MAX_DIM = 200   # dense BFGS up to this dimension (the paper's 100-d 
 AUTO_MEMORY = 7            # L-BFGS memory above it (the paper's choice for d = 784, §5.2)
 QN_UPDATES = dict(bfgs=bfgs_update, sr1=sr1_update)
 QN_UPDATE_CHOICES = ("auto", "sr1", "bfgs")   # auto: SR1 for a dense B, BFGS for L-BFGS
+# B learns during the first ADAPT proposals (the lab's burn-in), then each chain keeps a fixed C and its
+# kernel is exact; learning for ever (adapt = none, Algorithm 2 as printed) biases non-Gaussian targets
+ADAPT = 100
 
 
 def qn_memory(d: int, params: dict) -> int:
@@ -287,12 +290,15 @@ QN_DOC = ("B is refreshed from the L (s, y) pairs of the leapfrog's consecutive 
           f"d = {AUTO_DENSE_MAX_DIM}, else m = {AUTO_MEMORY}. B0: auto = B starts at I and, before its first "
           "update, becomes (sᵀy / yᵀy)·I from that pair (Nocedal & Wright Eq. 6.20), the target's scale instead of "
           "the units'; a number b = B starts at b·I (1 with update = bfgs: Algorithm 2 as printed). B is learnt only "
-          "from exact gradients (a noisy oracle leaves B at its initial I or B0·I).")
+          "from exact gradients (a noisy oracle leaves B at its initial I or B0·I). adapt: B learns during the first "
+          f"adapt proposals (default {ADAPT}), after which every chain keeps a fixed C and samples the target exactly; "
+          "none = learn for ever (Algorithm 2 as printed), which tracks the local curvature and biases a non-Gaussian "
+          "target.")
 QNHMC = SamplerSpec(
     name="qnhmc", title="QNHMC", source="QNHMC paper (seed 002) Algorithm 2 with the dynamics of Eq. (7) (Theorem 3)",
     doc="Quasi-Newton HMC: θ̇ = C M⁻¹p, ṗ = −C∇U with C = B frozen during a proposal, leapfrog and a "
     "Metropolis test min{1, exp(H₀ − H₁)}. In the recipe: D = 0, Q = [[0, −C], [C, 0]]. " + QN_DOC,
-    defaults=dict(COMMON, memory=None, B0=None, adapt=None, update="auto"), layout=qn_layout, recipe=qn_recipe,
+    defaults=dict(COMMON, memory=None, B0=None, adapt=ADAPT, update="auto"), layout=qn_layout, recipe=qn_recipe,
     fast=qnhmc_fast, init_aux=_init_qn, family="hamiltonian", choices=dict(CHOICES, update=QN_UPDATE_CHOICES),
     exact=True)
 
@@ -302,7 +308,7 @@ QNHMC_NAIVE = SamplerSpec(
     "conserve H (dH/dt = pᵀM⁻¹(I − B)∇U), so exp(−H) is not invariant. Runs without the Metropolis test by "
     "default (the dynamics the paper's Corollary 1 is about); metropolis=on repairs it, because the frozen-B "
     "leapfrog map is still volume preserving and reversible, at the price of a lower acceptance. " + QN_DOC,
-    defaults=dict(COMMON, metropolis="off", memory=None, B0=None, adapt=None, update="auto"), layout=qn_layout,
+    defaults=dict(COMMON, metropolis="off", memory=None, B0=None, adapt=ADAPT, update="auto"), layout=qn_layout,
     recipe=qn_recipe, fast=qnhmc_naive_fast, init_aux=_init_qn, corrected="qnhmc", family="hamiltonian",
     choices=dict(CHOICES, update=QN_UPDATE_CHOICES), exact=True)
 
