@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import time
 
+import numpy as np
 import pytest
 from app_browser_support import (
     ARTIFACTS,
@@ -406,3 +407,23 @@ def test_a_visitor_walks_from_the_first_lesson_to_the_last_by_its_links(browser,
         assert f"lesson={nxt}" in page.url
     page.close()
     assert not p.errors, p.errors
+
+
+LOG_TICKS = """([lo, hi]) => {
+  const fig = Bokeh.documents[0].get_model_by_name("kl-history");
+  return fig.left[0].ticker.get_ticks(lo, hi, fig.y_range, 0).major;
+}"""
+
+
+@pytest.mark.parametrize("span", [(0.0011, 0.09), (0.0015, 0.012), (0.002, 0.05), (0.004, 0.009), (1e-5, 0.5),
+                                  (2e-4, 3e-4)])
+def test_the_kl_axis_has_ticks_spread_over_its_log_range(lab, span):
+    """Bokeh's LogTicker goes linear below two decades: ticks piled up at the top, none in the lower part.
+    Wanted: at least three ticks, no stretch without one longer than 45 % of the axis, none closer than 8 %."""
+    page = lab("?pot=double-well&s=sgrhmc-naive&cmp=1&sb=sgrhmc")
+    ticks = page.page.evaluate(LOG_TICKS, list(span))
+    assert len(ticks) >= 3, ticks
+    lo, hi = np.log10(span)
+    edges = np.concatenate([[lo], np.log10(sorted(ticks)), [hi]])
+    gaps = np.diff(edges) / (hi - lo)
+    assert gaps.max() <= 0.45 and gaps[1:-1].min(initial=1.0) >= 0.08, (span, ticks)

@@ -24,7 +24,7 @@ import math
 import numpy as np
 import panel as pn
 from bokeh.layouts import column
-from bokeh.models import CDSView, ColumnDataSource, CustomJS, IndexFilter, Legend, LegendItem, Range1d
+from bokeh.models import CDSView, ColumnDataSource, CustomJS, CustomJSTicker, IndexFilter, Legend, LegendItem, Range1d
 from bokeh.palettes import Blues256, Category10_10
 from bokeh.plotting import figure
 from bokeh.transform import linear_cmap
@@ -397,6 +397,38 @@ def metrics_html(m: dict, label: str, color: str, title: str) -> str:
             f"<div style='font-size:11px;{style}'>histogram: {html.escape(src)}</div></div>")
 
 
+# Bokeh's LogTicker falls back to linear ticks when the range spans less than two decades, which on a log
+# axis piles them up at the top; these are 1, 2, 5 (or 1..9) times powers of ten, spread on the log scale.
+LOG_TICKS_JS = """
+const lo = Math.max(Math.min(cb_data.start, cb_data.end), 1e-300), hi = Math.max(cb_data.start, cb_data.end);
+const decades = Math.log10(hi) - Math.log10(lo);
+if (decades < 0.5) {   // nearly linear here: round steps of 1, 2 or 5, at most six of them
+  let step = Math.pow(10, Math.floor(Math.log10((hi - lo) / 5)));
+  for (const m of [1, 2, 5, 10]) if ((hi - lo) / (m * step) <= 6) { step *= m; break; }
+  const out = [];
+  for (let t = Math.ceil(lo / step) * step; t <= hi * (1 + 1e-9); t += step) out.push(Number(t.toPrecision(12)));
+  return out;
+}
+const ticks = (mantissas, every) => {
+  const out = [];
+  for (let k = Math.floor(Math.log10(lo)); k <= Math.ceil(Math.log10(hi)); k++) {
+    if (((k % every) + every) % every) continue;
+    for (const m of mantissas) {
+      const t = m * Math.pow(10, k);
+      if (t >= lo * (1 - 1e-9) && t <= hi * (1 + 1e-9)) out.push(t);
+    }
+  }
+  return out;
+};
+if (decades > 6) return ticks([1], Math.ceil(decades / 6));
+for (const mantissas of [[1], [1, 3], [1, 2, 5]]) {
+  const t = ticks(mantissas, 1);
+  if (t.length >= 3) return t;
+}
+return ticks([1, 2, 3, 4, 5, 6, 7, 8, 9], 1);
+"""
+
+
 class KLHistory:
     """KL of each run against the step, log scale: where naive and corrected part ways."""
 
@@ -404,6 +436,7 @@ class KLHistory:
         self.fig = _fig("KL to the exact density (log scale)", 200, y_axis_type="log", x_axis_label="step",
                         y_axis_label="KL")
         self.fig.name = "kl-history"
+        self.fig.yaxis.ticker = CustomJSTicker(major_code=LOG_TICKS_JS)
         self.sources, entries = [], []
         for run, label in zip(runs, labels):
             src = ColumnDataSource(dict(t=[], kl=[]), name=f"kl-{run.label}")
