@@ -9,6 +9,11 @@ import panel as pn
 from app.views.page import AppView
 
 pn.extension("katex", "mathjax", sizing_mode="stretch_width", notifications=False)
+# Without a viewport meta a phone lays the page out 980 px wide (lesson text ~5 px, and the narrow-screen
+# CSS never applies); Panel extends its base page with a template given as a string.
+VIEWPORT = ('{% block preamble %}{{ super() }}'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">{% endblock %}')
+pn.state.curdoc.template = VIEWPORT
 
 location = pn.state.location
 search = location.search if location is not None else ""

@@ -427,3 +427,18 @@ def test_the_kl_axis_has_ticks_spread_over_its_log_range(lab, span):
     edges = np.concatenate([[lo], np.log10(sorted(ticks)), [hi]])
     gaps = np.diff(edges) / (hi - lo)
     assert gaps.max() <= 0.45 and gaps[1:-1].min(initial=1.0) >= 0.08, (span, ticks)
+
+
+def test_a_phone_gets_a_page_as_wide_as_itself_and_readable_lessons(browser, server):
+    """A phone (mobile emulation) lays out a page without a viewport meta 980 px wide and shrinks it."""
+    page = browser.new_page(viewport={"width": 390, "height": 844}, is_mobile=True, device_scale_factor=2)
+    try:
+        page.goto(server.url + "?tab=lessons", timeout=120000)
+        text = page.locator(".lesson-body p").first   # the locator sees into Panel's shadow roots
+        text.wait_for(timeout=60000)
+        assert page.evaluate("() => !!document.querySelector('meta[name=viewport]')")
+        assert page.evaluate("() => window.innerWidth") <= 420
+        size = text.evaluate("el => parseFloat(getComputedStyle(el).fontSize)")
+        assert size >= 14, size
+    finally:
+        page.close()

@@ -101,8 +101,9 @@ class LessonsView(Viewer):
 def _markdown(text: str) -> pn.pane.Markdown:
     # links between lessons (`02-recipe.md`) become links to this section
     text = re.sub(r"\]\((\d\d-[\w-]+)\.md(#[\w-]*)?\)", r"](?tab=lessons&lesson=\1)", text)
+    # 15 px: reading text, on a phone as on a projector (Panel's default is 12 px)
     return pn.pane.Markdown(text, plugins=[math_plugin], sizing_mode="stretch_width", css_classes=["lesson-body"],
-                            styles={"overflow-x": "auto", "min-width": "0"})
+                            styles={"overflow-x": "auto", "min-width": "0", "font-size": "15px"})
 
 
 def _check_line(name: str) -> str:
