@@ -22,6 +22,18 @@ class PotentialError(ValueError):
     """A potential that cannot be used: unknown name, bad expression, not integrable."""
 
 
+class NotFinite(PotentialError):
+    """U is infinite or undefined at `where`, inside the box the law is drawn on."""
+
+    def __init__(self, message: str, where):
+        super().__init__(message)
+        self.where = where
+
+
+class NotIntegrable(PotentialError):
+    """exp(-U) has not decayed at the edge of the box: U is not growing in every direction."""
+
+
 @dataclass
 class Potential:
     name: str
@@ -108,7 +120,7 @@ class Potential:
         bad = ~np.isfinite(u)
         if bad.any():
             where = pts[np.argmax(bad)]
-            raise PotentialError(f"U is not finite at {_fmt(where)} inside the box {self.box}")
+            raise NotFinite(f"U is not finite at {_fmt(where)} inside the box {self.box}", where)
         cell = np.prod([a[1] - a[0] for a in axes])
         # trapezoid weights keep the constant accurate at these grid sizes
         w = np.ones([n] * self.dim)
@@ -126,7 +138,7 @@ class Potential:
         edge = np.concatenate([np.moveaxis(u_grid, k, 0)[[0, -1]].ravel() for k in range(self.dim)])
         rel = np.exp(-(edge.min() - u_grid.min()))
         if rel > 1e-4:
-            raise PotentialError(
+            raise NotIntegrable(
                 "exp(-U) does not decay inside the box "
                 f"{self.box}: at its edge the density is {rel:.2g} of its peak "
                 "(is U bounded below and growing in every direction?)")

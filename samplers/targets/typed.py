@@ -5,7 +5,7 @@ import numpy as np
 import sympy
 
 from samplers.targets.expr import ExpressionError, compile_expression
-from samplers.targets.potential import Potential, PotentialError
+from samplers.targets.potential import NotFinite, NotIntegrable, Potential, PotentialError
 
 BOX_HALF_WIDTHS = (5.0, 10.0, 20.0)
 
@@ -37,19 +37,30 @@ def typed_potential(text: str, box=None) -> Potential:
         return np.stack([np.broadcast_to(np.asarray(g, float), (t.shape[0],)) for g in parts], axis=1)
 
     boxes = [box] if box is not None else [tuple((-h, h) for _ in range(d)) for h in BOX_HALF_WIDTHS]
-    last = None
+    first = None   # what the smallest box found is the plainest to report
     for b in boxes:
         try:
             # a typed U is checked at once: finite on the box, and exp(-U) decays inside it
             pot = Potential(f"expr:{text.strip()}", d, U, grad, tuple(b),
                             description="typed potential", formula="U = " + sympy.latex(expr)).normalise()
         except PotentialError as err:
-            last = err
+            first = first or err
             continue
         _check_gradient_finite(pot)
         pot.sym = expr
         return pot
-    raise PotentialError(str(last))
+    raise _in_plain_words(first, names)
+
+
+def _in_plain_words(err: PotentialError, names) -> PotentialError:
+    """What a user typing U needs to hear: what is wrong with U, not the grids and boxes that found it."""
+    if isinstance(err, NotFinite):
+        at = ", ".join(f"{n} = {v:.3g}" for n, v in zip(names, err.where))
+        return PotentialError(f"U is not finite at {at}: it must be a finite number everywhere")
+    if isinstance(err, NotIntegrable):
+        return PotentialError("exp(-U) does not decay: U must grow in every direction, like x^4 - 2*x^2, "
+                              "so that exp(-U) is a probability density")
+    return err
 
 
 def _check_gradient_finite(pot: Potential, n: int = 101):
