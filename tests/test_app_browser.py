@@ -349,6 +349,7 @@ def test_phone_width_and_downloads(lab):
     p.shot("lab-phone")
     with page.expect_download() as dl:
         page.locator(".csv-download").first.click()
+    assert dl.value.suggested_filename == "banana_sghmc_step0.csv"
     path = dl.value.path()
     head = open(path).read().splitlines()
     assert head[0].startswith("run,sampler,chain,alive,step,theta_1,theta_2,r_1,r_2")
@@ -357,7 +358,7 @@ def test_phone_width_and_downloads(lab):
         page.locator(".npz-download").first.click()
     import numpy as np
     with np.load(dl2.value.path()) as f:
-        assert f["a_theta"].shape == (300, 2)
+        assert f["a_theta"].shape == (1, 300, 2)   # before burn-in: the state now
     assert not p.errors, p.errors
 
 

@@ -10,9 +10,9 @@ import pytest
 
 from app.model.config import LabConfig
 from app.model.content import list_assets, list_lessons
-from app.model.exports import samples_csv, samples_npz
+from app.model.exports import file_name, samples_csv, samples_npz
 from app.model.lab import Lab, droppable_term
-from app.model.live_run import LiveRun
+from app.model.live_run import KeptSamples, LiveRun
 from app.model.presets import compare_pairs, demo_query, load_potential, validate_params
 from app.model.reasons import Block, BlockKind, NoticeKind
 from app.model.urlstate import apply_query, from_query, parse_search, query_string, to_query
@@ -217,14 +217,36 @@ def test_compare_pairs_follow_the_registry():
     assert ("sghmc-naive", "sghmc") in keys and ("sgrhmc-naive", "sgrhmc") in keys
 
 
-def test_exports_hold_every_chain():
+def test_before_burn_in_the_exports_hold_the_state_now():
     lab = lab_for(potential="banana", sampler="sghmc", chains=120)
     lab.frame(2)
     text = samples_csv(lab.runs).getvalue().splitlines()
     assert text[0] == "run,sampler,chain,alive,step,theta_1,theta_2,r_1,r_2"
     assert len(text) == 121 and text[1].startswith("A,sghmc,0,1,2,")
     with np.load(io.BytesIO(samples_npz(lab.runs, to_query(lab.config)).getvalue())) as f:
-        assert f["a_z"].shape == (120, 4) and "banana" in str(f["config"])
+        assert f["a_z"].shape == (1, 120, 4) and "banana" in str(f["config"])
+    assert file_name(lab.runs, "csv") == "banana_sghmc_step2.csv"
+
+
+def test_the_exports_hold_the_samples_kept_since_burn_in_and_say_so_in_their_name():
+    lab = lab_for(potential="double-well", sampler="sghmc-naive", compare=True, sampler_b="sghmc", chains=50,
+                  burn=10)
+    lab.frame(40)
+    text = samples_csv(lab.runs).getvalue().splitlines()
+    rows = [line.split(",") for line in text[1:]]
+    assert len(rows) == 2 * 30 * 50                                  # steps 11..40, both runs, every chain
+    assert {int(r[4]) for r in rows} == set(range(11, 41)) and {r[0] for r in rows} == {"A", "B"}
+    assert file_name(lab.runs, "csv") == "double-well_sghmc-naive_sghmc_steps11-40.csv"
+    with np.load(io.BytesIO(samples_npz(lab.runs, to_query(lab.config)).getvalue())) as f:
+        assert f["b_z"].shape == (30, 50, 2) and list(f["b_steps"]) == list(range(11, 41))
+
+
+def test_kept_samples_thin_evenly_to_their_cap():
+    store = KeptSamples(chains=10, max_rows=100)                    # 10 snapshots at most
+    for t in range(1, 101):
+        store.offer(t, np.full((10, 1), t, float), np.ones(10, bool))
+    assert len(store.steps) <= 10 and np.all(np.diff(store.steps) == store.every)
+    assert store.steps[0] == 1 and store.steps[-1] > 80
 
 
 def test_front_matter_and_demo_links(tmp_path):

@@ -1,8 +1,10 @@
-"""Downloads: the current samples of every chain as CSV and NPZ (with the configuration)."""
+"""Downloads: every chain's states kept since burn-in (thinned to at most 200 000 rows per run, evenly
+spaced), or the current state before burn-in ends, as CSV and NPZ with the configuration."""
 from __future__ import annotations
 
 import io
 import json
+import re
 
 import numpy as np
 
@@ -15,32 +17,55 @@ def _columns(run: LiveRun) -> list[str]:
     return theta + list(s.aux_names)
 
 
+def kept(run: LiveRun) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(steps (k,), states (k, chains, n), alive (k, chains)): the kept samples, or the state now."""
+    s = run.samples
+    if s.steps:
+        return np.array(s.steps), np.stack(s.states), np.stack(s.alive)
+    return np.array([run.t]), run.ens.z[None], run.ens.guard.alive[None]
+
+
+def file_name(runs: list[LiveRun], ext: str) -> str:
+    """What the file holds: target, sampler(s) and the steps covered, e.g. double-well_sghmc_steps100-2000.csv."""
+    steps = np.concatenate([kept(run)[0] for run in runs])
+    parts = [runs[0].pot.name] + [run.sampler.name for run in runs]
+    span = f"steps{steps.min()}-{steps.max()}" if steps.min() != steps.max() else f"step{steps.min()}"
+    name = re.sub(r"[^A-Za-z0-9.+-]+", "_", "_".join(parts + [span])).strip("_")
+    return f"{name[:120]}.{ext}"
+
+
 def samples_csv(runs: list[LiveRun]) -> io.StringIO:
-    """One row per chain and run: run, sampler, chain, alive, step, then theta and the auxiliary variables."""
+    """One row per kept (step, chain) and run: run, sampler, chain, alive, step, then theta and the auxiliary
+    variables."""
     out = io.StringIO()
     for k, run in enumerate(runs):
         cols = _columns(run)
         if k == 0 or cols != _columns(runs[0]):
             out.write(",".join(["run", "sampler", "chain", "alive", "step"] + cols) + "\n")
-        z = run.ens.z
-        alive = run.ens.guard.alive
-        for i in range(z.shape[0]):
-            vals = ",".join(repr(float(v)) for v in z[i])
-            out.write(f"{run.label},{run.sampler.name},{i},{int(alive[i])},{run.t},{vals}\n")
+        steps, states, alive = kept(run)
+        n_steps, chains, _ = states.shape
+        chain = np.tile(np.arange(chains), n_steps)
+        step = np.repeat(steps, chains)
+        numbers = np.column_stack([chain, alive.reshape(-1), step, states.reshape(n_steps * chains, -1)])
+        prefix = f"{run.label},{run.sampler.name},".replace("%", "%%")
+        fmt = prefix + "%d,%d,%d," + ",".join(["%.17g"] * states.shape[2])
+        np.savetxt(out, numbers, fmt=fmt)
     out.seek(0)
     return out
 
 
 def samples_npz(runs: list[LiveRun], config: dict) -> io.BytesIO:
-    """Per run (prefix a_, b_): z (chains, n), alive, names, histogram counts and edges; config as JSON."""
+    """Per run (prefix a_, b_): the kept states z (steps, chains, n), theta, alive and steps, the column names,
+    histogram counts and edges; config as JSON."""
     arrays = {"config": np.array(json.dumps(config, default=str))}
     for run in runs:
         p = run.label.lower() + "_"
-        arrays[p + "z"] = run.ens.z
-        arrays[p + "theta"] = run.ens.theta
-        arrays[p + "alive"] = run.ens.guard.alive
+        steps, states, alive = kept(run)
+        arrays[p + "z"] = states
+        arrays[p + "theta"] = run.theta_of(states.reshape(-1, states.shape[2])).reshape(states.shape[:2] + (-1,))
+        arrays[p + "alive"] = alive
+        arrays[p + "steps"] = steps
         arrays[p + "names"] = np.array(_columns(run))
-        arrays[p + "step"] = np.array(run.t)
         arrays[p + "hist_counts"] = run.joint_counts
         for i, e in enumerate(run.edges):
             arrays[p + f"hist_edges_{i}"] = e

@@ -35,6 +35,30 @@ def bin_masses(pot, edges) -> np.ndarray:
     return _MASS_CACHE[key]
 
 
+class KeptSamples:
+    """Every chain's state at evenly spaced steps since burn-in, at most `max_rows` rows (chain x step):
+    when full, every other snapshot goes and the spacing doubles, so what is kept always spans the run."""
+
+    def __init__(self, chains: int, max_rows: int = 200_000):
+        self.max_snapshots = max(1, max_rows // max(chains, 1))
+        self.every, self.first = 1, None
+        self.steps: list[int] = []
+        self.states: list[np.ndarray] = []
+        self.alive: list[np.ndarray] = []
+
+    def offer(self, t: int, z: np.ndarray, alive: np.ndarray) -> None:
+        if self.first is None:
+            self.first = t
+        if (t - self.first) % self.every:
+            return
+        self.steps.append(t)
+        self.states.append(z.copy())
+        self.alive.append(alive.copy())
+        if len(self.steps) > self.max_snapshots:
+            self.steps, self.states, self.alive = self.steps[::2], self.states[::2], self.alive[::2]
+            self.every *= 2
+
+
 class LiveRun:
     """An Ensemble advanced step by step, with histograms, paths, an ESS trace and metrics."""
 
@@ -70,6 +94,7 @@ class LiveRun:
         self.joint_counts = np.zeros(self.masses.shape)
         self.joint_outside = 0.0
         self.kept = 0                     # live states accumulated (per coordinate: inside + outside)
+        self.samples = KeptSamples(self.chains)   # what the downloads hold
 
         # a few highlighted chains: their new positions since the view last asked
         self.path_chains = np.arange(min(int(n_paths), self.chains))
@@ -163,6 +188,7 @@ class LiveRun:
         return marg, joint, float(outside)
 
     def _accumulate(self) -> None:
+        self.samples.offer(self.ens.t, self.ens.z, self.ens.guard.alive)
         theta = self._live_theta()
         marg, joint, outside = self._counts(theta)
         for acc, c in zip(self.marg_counts, marg):

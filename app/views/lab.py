@@ -12,7 +12,7 @@ import panel as pn
 from bokeh.layouts import column
 from panel.viewable import Viewer
 
-from ..model.exports import samples_csv, samples_npz
+from ..model.exports import file_name, samples_csv, samples_npz
 from ..model.lab import RESIDUAL_OK, Lab
 from ..model.reasons import Notice, NoticeKind
 from ..model.urlstate import to_query
@@ -81,8 +81,10 @@ class LabView(Viewer):
             pn.pane.HTML("<b>Sampler</b>", margin=(5, 10)), SamplerPicker(lab, "A"),
             pn.pane.HTML("<b>Run</b>", margin=(5, 10)), RunControls(lab),
             CompareControls(lab),
-            pn.pane.HTML("<b>Export</b> <span style='font-size:12px;color:#555'>(plots: the save tool of each "
-                         "plot gives a PNG; the URL holds the whole configuration)</span>", margin=(5, 10)),
+            pn.pane.HTML("<b>Export</b> <span style='font-size:12px;color:#555'>(every chain's states since "
+                         "burn-in, evenly thinned to at most 200 000 rows per sampler, or the current state before "
+                         "burn-in ends; plots: the save tool of each plot gives a PNG; the URL holds the whole "
+                         "configuration)</span>", margin=(5, 10)),
             pn.Row(self.csv, self.npz, sizing_mode="stretch_width"),
             width=340, css_classes=["lab-controls"], styles={"flex": "0 0 340px"}, margin=(0, 5))
         self.editor = RecipeEditor(lab)
@@ -169,9 +171,11 @@ class LabView(Viewer):
 
     # -- exports ----------------------------------------------------------------------
     def _csv(self):
+        self.csv.filename = file_name(self.lab.runs, "csv")   # read by the widget after this returns
         return samples_csv(self.lab.runs)
 
     def _npz(self):
+        self.npz.filename = file_name(self.lab.runs, "npz")
         return samples_npz(self.lab.runs, to_query(self.cfg))
 
     def __panel__(self):
