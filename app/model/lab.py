@@ -81,6 +81,7 @@ class Lab(param.Parameterized):
         self.potential = None
         self.runs: list[LiveRun] = []
         self.sides: list[Side] = []
+        self._valid: dict = {}
         self.config.param.watch(self._config_changed, [p for p in self.config.param if p not in ("name", "speed")])
         self.rebuild()
 
@@ -117,6 +118,11 @@ class Lab(param.Parameterized):
         return reason
 
     @property
+    def valid_config(self) -> dict:
+        """The configuration the runs on screen were built from (the speed as it is now: it needs no rebuild)."""
+        return self._valid | {"speed": self.config.speed} if self._valid else {}
+
+    @property
     def can_run(self) -> bool:
         return bool(self.runs) and not self.blocks and not any(r.error for r in self.runs)
 
@@ -141,8 +147,26 @@ class Lab(param.Parameterized):
                str(cfg.D) if edited else "", str(cfg.Q) if edited else "", str(s.oracle.describe()))
         return Side(label, s, base, recipe, residual(recipe, pot, key), term)
 
-    def rebuild(self) -> None:
-        """New runs from the configuration; on bad input keep the old runs on screen, blocked."""
+    def _sides(self, pot, edits: bool) -> list[Side]:
+        cfg = self.config
+        sides = [("A", cfg.sampler, cfg.params, edits)]
+        if cfg.compare:
+            sides.append(("B", cfg.sampler_b, cfg.params_b, False))
+        built = []
+        for label, name, params, editable in sides:
+            try:
+                built.append(self._side(label, name, params, pot, editable))
+            except RecipeError:
+                raise
+            except USER_ERRORS as err:
+                raise SamplerError(f"{name}: {err}") from err
+        return built
+
+    def rebuild(self, fallback: bool = False) -> None:
+        """New runs from the configuration; on bad input keep the old runs on screen, blocked.
+
+        Invalid D/Q with nothing on screen yet (a link), or on `fallback` (Reset), run the registered
+        recipe instead, still blocked: the plots show something true while the editor shows the fault."""
         cfg = self.config
         self.notice = None
         try:
@@ -150,21 +174,24 @@ class Lab(param.Parameterized):
         except USER_ERRORS as err:
             self.block("config", Block(BlockKind.POTENTIAL, f"potential: {err}"))
             return
-        sides = [("A", cfg.sampler, cfg.params, True)]
-        if cfg.compare:
-            sides.append(("B", cfg.sampler_b, cfg.params_b, False))
-        built = []
-        for label, name, params, editable in sides:
+        recipe_block, edits = None, True
+        try:
+            built = self._sides(pot, edits=True)
+        except RecipeError as err:
+            recipe_block = Block(BlockKind.RECIPE, f"D and Q of {cfg.sampler}: {err} — the run does not start "
+                                                   "until this is fixed (or Revert D and Q)", cells=err.cells)
+            if self.runs and not fallback:
+                self.block("config", recipe_block)
+                return
+            edits = False
             try:
-                side = self._side(label, name, params, pot, editable)
-            except RecipeError as err:
-                self.block("config", Block(BlockKind.RECIPE, f"D and Q of {name}: {err} — the run does not start "
-                                                             "until this is fixed"))
+                built = self._sides(pot, edits=False)
+            except USER_ERRORS as err2:
+                self.block("config", Block(BlockKind.SAMPLER, str(err2)))
                 return
-            except USER_ERRORS as err:
-                self.block("config", Block(BlockKind.SAMPLER, f"{name}: {err}"))
-                return
-            built.append(side)
+        except USER_ERRORS as err:
+            self.block("config", Block(BlockKind.SAMPLER, str(err)))
+            return
         n = max(side.sampler.n for side in built)
         if cfg.chains * n > MAX_STATE:
             self.block("config", Block(BlockKind.SIZE, f"{cfg.chains} chains of a {n}-variable state are too many "
@@ -179,7 +206,11 @@ class Lab(param.Parameterized):
             self.block("config", Block(BlockKind.RUN, str(err)))
             return
         self.potential, self.sides, self.runs = pot, built, runs
-        self.block("config", None)
+        valid = {k: v for k, v in cfg.param.values().items() if k != "name"}
+        if not edits:
+            valid.update(D=None, Q=None, naive=None)
+        self._valid = valid
+        self.block("config", recipe_block)
         self.version += 1
 
     # -- running ---------------------------------------------------------------------
@@ -196,7 +227,7 @@ class Lab(param.Parameterized):
 
     def reset(self) -> None:
         playing = self.playing
-        self.rebuild()
+        self.rebuild(fallback=True)
         self.playing = playing and self.can_run
 
     def step(self, steps: int = 1) -> bool:

@@ -22,6 +22,7 @@ class Block:
     kind: BlockKind
     message: str        # the sentence shown where the lab lists what blocks it
     detail: str = ""    # the input's own words (the parser's message), shown next to the field at fault
+    cells: tuple = ()   # the D/Q entries at fault, as (matrix, i, j): the editor marks them
 
 
 class NoticeKind(Enum):

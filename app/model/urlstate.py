@@ -8,12 +8,13 @@ registry, and cells go through the library's whitelist parser like typed ones.
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from urllib.parse import parse_qsl, urlencode
 
 from samplers.registry import REGISTRY, sampler_names
 
 from .config import LabConfig
-from .presets import known_potential
+from .presets import known_potential, validate_params
 
 SIMPLE = {"potential": "pot", "sampler": "s", "compare": "cmp", "sampler_b": "sb", "V": "V", "batch": "batch",
           "chains": "n", "seed": "seed", "speed": "speed", "burn": "burn", "naive": "naive", "log_view": "log"}
@@ -30,8 +31,11 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def to_query(cfg: LabConfig) -> dict[str, str]:
-    """The configuration as query items (defaults left out, except the ALWAYS ones)."""
+def to_query(cfg) -> dict[str, str]:
+    """The configuration (a LabConfig, or a mapping of its values) as query items (defaults left out,
+    except the ALWAYS ones)."""
+    if not isinstance(cfg, LabConfig):
+        cfg = SimpleNamespace(**{k: v.default for k, v in LabConfig.param.objects().items()} | dict(cfg))
     defaults = LabConfig.param
     q = {}
     for name, key in SIMPLE.items():
@@ -54,7 +58,7 @@ def to_query(cfg: LabConfig) -> dict[str, str]:
     return q
 
 
-def query_string(cfg: LabConfig, nav: dict | None = None) -> str:
+def query_string(cfg, nav: dict | None = None) -> str:
     q = to_query(cfg)
     for k, v in (nav or {}).items():
         if v not in (None, ""):
@@ -124,6 +128,10 @@ def from_query(query: dict[str, str]) -> tuple[dict, list[str]]:
         for k in bad:
             errors.append(f"URL {side}.{k}: {sampler} has no parameter '{k}'")
             params.pop(k)
+        for k in list(params):
+            reason = validate_params(sampler, {k: params[k]})
+            if reason:
+                errors.append(f"URL {side}.{k}={params.pop(k)[:40]}: {reason}")
         if params:
             upd["params" if side == "a" else "params_b"] = params
     return upd, errors

@@ -51,11 +51,17 @@ class AppView(Viewer):
         self._location = location
         if location is not None:
             self.config.param.watch(self._write_url, [p for p in self.config.param if p != "name"])
+            self.lab.param.watch(self._write_url, ["version", "blocks"])
             self.tabs.param.watch(self._write_url, "active")
             if getattr(self.lessons, "select", None) is not None:
                 self.lessons.select.param.watch(self._write_url, "value")
             location.param.watch(self._read_url, "search")
-            self._write_url()
+            # the browser sets the location from its address bar when the page loads: write after that,
+            # or a link the lab corrected (bad values dropped) would keep its bad values
+            if doc is not None and doc.session_context is not None:
+                pn.state.onload(self._write_url)
+            else:
+                self._write_url()
         if self.autoplay:
             self.lab.play()
 
@@ -72,7 +78,9 @@ class AppView(Viewer):
         return {"tab": tab if tab != "lab" else "", "lesson": lesson}
 
     def _write_url(self, *_):
-        search = query_string(self.config, self.nav())
+        """The URL holds the configuration the plots were built from: an edit that blocks the run
+        (invalid D or Q) is not written, so a copied link always opens a working lab."""
+        search = query_string(self.lab.valid_config or self.config, self.nav())
         self._last_search = search
         if self._location.search != search:
             self._location.search = search

@@ -24,6 +24,8 @@ from samplers.engine.edit import cell_variables, matrix_cells
 from ..model.lab import RESIDUAL_OK, Lab
 from ..model.reasons import BlockKind
 
+# an entry the library names as at fault (RecipeError.cells) is marked in red until fixed
+BAD_CELL_CSS = ":host(.cell-bad) input { border: 2px solid #b00020; background: #fff0f0; }"
 TERM_LABEL = {"gamma": "drop Γ (naive variant)", "friction": "drop the friction D∇H (naive variant)"}
 
 
@@ -95,7 +97,8 @@ class RecipeEditor(Viewer):
             row_w = []
             for j in range(n):
                 w = pn.widgets.TextInput(value=cells[i][j], width=self._cell_width, margin=(1, 2),
-                                         css_classes=[f"cell-{which}-{i}-{j}", "recipe-cell"])
+                                         css_classes=[f"cell-{which}-{i}-{j}", "recipe-cell"],
+                                         stylesheets=[BAD_CELL_CSS])
                 pn.bind(partial(self._on_cell, which, i, j), w, watch=True)
                 row_w.append(w)
             widgets.append(row_w)
@@ -127,8 +130,12 @@ class RecipeEditor(Viewer):
         block = lab.blocks.get("config")
         recipe_block = block if block is not None and block.kind is BlockKind.RECIPE else None
         if side is None:
-            reason = ("this sampler is not a recipe sampler" if lab.sides and lab.sides[0].sampler.spec.recipe is None
-                      else "D and Q can be edited for targets of dimension 1 and 2")
+            if not lab.sides:
+                reason = "no sampler is built yet (see the message above the plots)"
+            elif lab.sides[0].sampler.spec.recipe is None:
+                reason = "this sampler is not a recipe sampler"
+            else:
+                reason = "D and Q can be edited for targets of dimension 1 and 2"
             self.body.objects = [pn.pane.HTML(f"<i>{reason}: no D/Q editor.</i>", margin=(0, 10))]
             self._shape_key = None
             return
@@ -162,6 +169,14 @@ class RecipeEditor(Viewer):
                 for row_w, row in zip(self.cells[which], self._current_cells(side, which)):
                     for w, text in zip(row_w, row):
                         w.value = text
+        bad = set(recipe_block.cells) if recipe_block else set()
+        for which in ("D", "Q"):
+            for i, row_w in enumerate(self.cells[which]):
+                for j, w in enumerate(row_w):
+                    marked = "cell-bad" in w.css_classes
+                    if marked != ((which, i, j) in bad):
+                        w.css_classes = [c for c in w.css_classes if c != "cell-bad"] + (["cell-bad"] if not marked
+                                                                                         else [])
         m = side.recipe.matrices_latex()
         self.math["H"].object = short_floats(f"$z = {m['z']}^\\top,\\quad H(z) = {m['H']}$")
         self.math["Gamma"].object = short_floats(f"$\\Gamma(z) = {m['Gamma']}^\\top$")

@@ -31,7 +31,7 @@ def parse_matrix(name: str, cells, recipe: Recipe) -> sympy.Matrix:
             try:
                 expr = parse_expression(text, variables)
             except ExpressionError as err:
-                raise RecipeError(f"{name}[{recipe.sym.z[i]},{recipe.sym.z[j]}]: {err}") from None
+                raise RecipeError(f"{name}[{recipe.sym.z[i]},{recipe.sym.z[j]}]: {err}", cells=[(name, i, j)]) from None
             out[i, j] = expr.subs(u_plain, recipe.sym.U)
     return out
 

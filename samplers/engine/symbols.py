@@ -9,7 +9,12 @@ DROPPABLE = {"gamma": r"\Gamma", "friction": r"D\nabla H", "noise_correction": r
 
 
 class RecipeError(ValueError):
-    """An invalid (H, D, Q): the message names the offending entry and value."""
+    """An invalid (H, D, Q): the message names the offending entry and value; `cells` lists the
+    entries at fault as (matrix, i, j), so an editor can mark them without reading the message."""
+
+    def __init__(self, message: str, cells: tuple = ()):
+        super().__init__(message)
+        self.cells = tuple(cells)
 
 
 @dataclass

@@ -17,7 +17,7 @@ def shapes(recipe, D, Q):
         for (i, j), e in np.ndenumerate(np.array(m.tolist(), dtype=object)):
             e = sympy.sympify(e)
             if e.has(sympy.nan, sympy.zoo, sympy.oo, -sympy.oo):
-                raise RecipeError(f"{name}[{i},{j}] = {e} is not finite")
+                raise RecipeError(f"{name}[{i},{j}] = {e} is not finite", cells=[(name, i, j)])
 
 
 def symmetry(recipe):
@@ -26,10 +26,11 @@ def symmetry(recipe):
         for j in range(i, recipe.n):
             if sympy.simplify(D[i, j] - D[j, i]) != 0:
                 raise RecipeError(f"D is not symmetric: D[{z[i]},{z[j]}] = {show(D[i, j])} but "
-                                  f"D[{z[j]},{z[i]}] = {show(D[j, i])}")
+                                  f"D[{z[j]},{z[i]}] = {show(D[j, i])}", cells=[("D", i, j), ("D", j, i)])
             if sympy.simplify(Q[i, j] + Q[j, i]) != 0:
                 raise RecipeError(f"Q is not skew-symmetric: Q[{z[i]},{z[j]}] = {show(Q[i, j])} but "
-                                  f"Q[{z[j]},{z[i]}] = {show(Q[j, i])} (should be {show(-Q[i, j])})")
+                                  f"Q[{z[j]},{z[i]}] = {show(Q[j, i])} (should be {show(-Q[i, j])})",
+                                  cells=[("Q", i, j), ("Q", j, i)])
 
 
 def numeric_symmetry(recipe, z):
@@ -45,7 +46,7 @@ def numeric_symmetry(recipe, z):
             kind = "symmetric" if label == "D" else "skew-symmetric"
             raise RecipeError(f"{label} is not {kind}: {label}[{names[i]},{names[j]}] = {m[k, i, j]:.4g} but "
                               f"{label}[{names[j]},{names[i]}] = {m[k, j, i]:.4g} at z = "
-                              f"{np.round(z[k], 3).tolist()}")
+                              f"{np.round(z[k], 3).tolist()}", cells=[(label, int(i), int(j)), (label, int(j), int(i))])
 
 
 def probe_points(recipe, n=64, seed=0):
@@ -71,7 +72,7 @@ def psd_on_probes(recipe):
         if diag.min() < 0:
             i = int(np.argmin(diag))
             raise RecipeError(f"D is not positive semidefinite: D[{recipe.sym.z[i]},{recipe.sym.z[i]}] = "
-                              f"{diag[i]:.4g} < 0")
+                              f"{diag[i]:.4g} < 0", cells=[("D", i, i)])
         raise RecipeError(f"D is not positive semidefinite: eigenvalue {w.min():.4g} at z = "
                           f"{np.round(z[k], 3).tolist()}")
 
