@@ -6,6 +6,7 @@ with `python -m panel serve app`.
 """
 import panel as pn
 
+from app.views.frame_loop import quiet_closed_sockets
 from app.views.page import AppView
 
 pn.extension("katex", "mathjax", sizing_mode="stretch_width", notifications=False)
@@ -15,6 +16,7 @@ VIEWPORT = ('{% block preamble %}{{ super() }}'
             '<meta name="viewport" content="width=device-width, initial-scale=1">{% endblock %}')
 pn.state.curdoc.template = VIEWPORT
 
+quiet_closed_sockets()
 location = pn.state.location
 search = location.search if location is not None else ""
 view = AppView(search)

@@ -443,3 +443,120 @@ def test_a_phone_gets_a_page_as_wide_as_itself_and_readable_lessons(browser, ser
         assert size >= 14, size
     finally:
         page.close()
+
+
+# -- the lab in front of a class (issue 12) ----------------------------------------------------------
+
+COMPARE_DW = "?pot=double-well&cmp=1&s=sgrhmc-naive&sb=sgrhmc"
+
+
+def _box(page, css):
+    return page.locator(css).first.bounding_box()
+
+
+def test_at_150_percent_zoom_the_summary_and_first_plot_are_on_the_first_screen(lab):
+    # a 1280x800 screen at 150 % zoom is 853x533 CSS pixels
+    p = lab(COMPARE_DW, width=853, height=533)
+    page = p.page
+    for side in ("a", "b"):
+        wait_text(page.locator(f"[data-summary='kl-{side}']").first, r"\d")
+        assert _box(page, f"[data-summary='kl-{side}']")["y"] + 20 < 533
+    summary = deep_text(page.locator(".ab-summary").first)
+    assert "✗ naive" in summary and "✓ exact" in summary
+    plots = _box(page, ".plot-area")
+    assert plots["y"] + 150 < 533, f"the first plot starts at {plots['y']:.0f} px"
+    p.shot("zoom150-first-screen", full=False)
+    # the controls fold away and come back
+    page.locator(".controls-toggle button").first.click()
+    page.locator(".lab-controls").first.wait_for(state="hidden")
+    assert _box(page, ".plot-area")["x"] < 150
+    page.locator(".controls-toggle button").first.click()
+    page.locator(".lab-controls").first.wait_for(state="visible")
+    assert not p.errors, p.errors
+
+
+def test_presentation_mode_shows_the_title_in_large_type_without_controls(lab):
+    p = lab(COMPARE_DW + "&present=1")
+    page = p.page
+    wait_text(page.locator(".page-heading").first, "naive SGRHMC vs gSGRHMC on double-well")
+    page.locator(".lab-controls").first.wait_for(state="hidden")
+    size = page.locator("[data-summary='kl-a']").first.evaluate("el => parseFloat(getComputedStyle(el).fontSize)")
+    assert size >= 28
+    p.shot("presentation-mode", full=False)
+    page.locator(".present-toggle button").first.click()
+    page.locator(".lab-controls").first.wait_for(state="visible")
+    wait_text(page.locator(".page-heading").first, "SG-MCMC lab")
+    page.wait_for_function("() => !window.location.search.includes('present')")
+    assert not p.errors, p.errors
+
+
+def test_a_link_with_an_invalid_q_opens_with_plots_and_the_cell_marked(lab):
+    bad = COMPARE_DW + '&Q=[["0","-1"],["-1","0"]]'
+    p = lab(bad)      # waits for the metrics of run A: the plots are there
+    page = p.page
+    wait_text(page.locator(".recipe-error").first, "not skew-symmetric")
+    page.locator(".cell-Q-0-1.cell-bad").first.wait_for()
+    page.locator(".cell-Q-1-0.cell-bad").first.wait_for()
+    assert page.locator(".cell-Q-0-1 input").first.input_value() == "-1"
+    assert play_button(page).is_disabled()
+    page.wait_for_function("() => window.location.search.includes('pot=double-well')")
+    assert "Q=" not in page.url, page.url          # the invalid configuration never reaches the URL
+    p.shot("invalid-q-link")
+    page.locator(".revert-button button").first.click()
+    wait_enabled(play_button(page))
+    assert page.locator(".cell-bad").count() == 0
+    # a bad value of a sampler parameter: ignored with a message, the plots as without it
+    p2 = lab("?pot=double-well&s=sgld&a.eps=abc")
+    wait_text(p2.page.locator(".lab-message").first, "eps")
+    assert "eps=abc" not in p2.page.url
+    wait_enabled(play_button(p2.page))
+    assert not p.errors + p2.errors
+
+
+def test_the_typed_potential_option_applies_its_prefilled_u_and_accepts_expr_prefix(lab):
+    p = lab()
+    page = p.page
+    page.locator("select").first.select_option(label="type U(x) or U(x, y)…")
+    page.wait_for_function("() => decodeURIComponent(window.location.search).includes('expr:x^4')")
+    wait_title(page, "main-A", r"phase plane")
+    wait_enabled(play_button(page))
+    assert "empty" not in deep_text(page.locator(".expr-status").first)
+    assert not page.locator(".lab-blocked").first.is_visible()
+    box = page.locator(".expr-input input").first
+    box.fill("expr:x^4 - 2*x^2 + 0.3*x")
+    wait_text(page.locator(".expr-status").first, "valid")
+    page.wait_for_function("() => decodeURIComponent(window.location.search).includes('0.3*x')")
+    assert "expr:expr" not in page.url
+    wait_enabled(play_button(page))
+    edges = bokeh_data(page, "hist-A", "left0")
+    assert edges and -3.0 <= edges[0] <= -2.0, edges[:2]       # drawn where the mass is, not on ±5
+    assert not p.errors, p.errors
+
+
+def test_changing_chains_while_running_keeps_page_and_server_quiet(lab, server):
+    p = lab("?pot=double-well&s=sghmc&speed=5&play=1")
+    page = p.page
+    wait_for_step(page, 50)
+    before = server.log.read_text(errors="replace")
+    for n in ("3000", "500", "2000"):
+        fill(page, ".chains-input", n)
+        page.wait_for_function(f"() => window.location.search.includes('n={n}')")
+        page.wait_for_timeout(700)
+    wait_for_step(page, 300)
+    assert len(bokeh_data(page, "ens-A", "hid")) == len(bokeh_data(page, "ens-A", "x"))
+    new_log = server.log.read_text(errors="replace")[len(before):]
+    assert "same length" not in new_log
+    assert not p.errors, p.errors[:3]
+
+
+def test_closing_a_playing_tab_leaves_no_traceback_in_the_server_log(browser, server):
+    before = len(server.log.read_text(errors="replace"))
+    for _ in range(3):
+        page = browser.new_page()
+        page.goto(server.url + "?pot=banana&s=sghmc&n=20000&speed=40&play=1", timeout=120000)
+        page.locator("[data-metric='t-a']").first.wait_for()
+        wait_for_step(page, 200)
+        page.close()
+    time.sleep(3)
+    log = server.log.read_text(errors="replace")[before:]
+    assert "WebSocketClosedError" not in log and "Failed sending message" not in log, log[-1500:]

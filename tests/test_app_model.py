@@ -353,3 +353,56 @@ def test_a_frame_that_raises_pauses_the_lab_and_says_why():
     view.loop.tick()
     assert not lab.playing and lab.notice.kind is NoticeKind.FAILED and "boom" in lab.notice.message
     assert view.alert.visible and view.alert.alert_type == "danger" and "boom" in view.alert.object
+
+
+def test_a_link_with_invalid_d_or_q_runs_the_registered_recipe_blocked_with_the_cells_named():
+    bad_q = [["0", "-1"], ["-1", "0"]]
+    lab = lab_for(potential="double-well", compare=True, sampler="sgrhmc-naive", sampler_b="sgrhmc", Q=bad_q,
+                  chains=100)
+    block = lab.blocks["config"]
+    assert block.kind is BlockKind.RECIPE and set(block.cells) == {("Q", 0, 1), ("Q", 1, 0)}
+    assert len(lab.runs) == 2 and not lab.can_run             # the plots of the registered recipe, blocked
+    assert lab.sides[0].recipe is lab.sides[0].base_recipe
+    assert lab.valid_config["Q"] is None and "Q" not in to_query(lab.valid_config)
+    lab.reset()                                              # Reset keeps them (it does not empty the page)
+    assert len(lab.runs) == 2 and lab.blocks["config"].cells
+    lab.config.Q = None                                      # Revert
+    assert lab.can_run and not lab.blocks
+    # a typo in a cell names that cell
+    lab.config.D = [["0", "0"], ["0", "1.5*sqrt(abs(U + 1.5)"]]
+    assert lab.blocks["config"].cells == (("D", 1, 1),)
+    # while edited to invalid, the runs on screen (and what a link holds) stay the last valid ones
+    assert lab.valid_config["D"] is None
+
+
+def test_a_bad_sampler_parameter_in_a_link_is_dropped_with_a_message():
+    upd, errors = from_query(parse_search("?s=sgld&a.eps=abc&a.C=1"))
+    assert "params" not in upd
+    assert any("a.eps=abc" in e for e in errors) and any("a.C" in e for e in errors)
+    lab = Lab(LabConfig())
+    apply_query(lab.config, parse_search("?pot=double-well&s=sgld&a.eps=abc"))
+    assert lab.can_run and lab.config.params == {}
+
+
+def test_titles_say_what_an_edit_changed_and_whether_it_is_still_naive():
+    lab = lab_for(potential="double-well", sampler="sgrhmc-naive", chains=50)
+    side = lab.sides[0]
+    assert side.title == "naive SGRHMC" and not side.exact
+    lab.config.naive = False                                 # Γ put back: a recipe
+    side = lab.sides[0]
+    assert side.title == "SGRHMC (Γ restored)" and side.exact
+    lab = lab_for(potential="double-well", sampler="sgrld", naive=True, chains=50)
+    assert lab.sides[0].title == "naive SGRLD (without Γ)" and not lab.sides[0].exact
+    lab = lab_for(potential="gaussian", sampler="sghmc", Q=[["0", "-2"], ["2", "0"]], chains=50)
+    assert lab.sides[0].title == "SGHMC (D, Q edited)" and lab.sides[0].exact
+
+
+def test_the_lesson_demo_header_names_samplers_by_title():
+    pytest.importorskip("panel")
+    from app.views.lesson_demo import describe, embedded_config
+    cfg, _ = embedded_config(demo_query({"potential": "double-well", "sampler": "sgrld", "compare": "sgrld",
+                                         "drop": ["gamma"]}))
+    text = describe(cfg)
+    assert "naive form of SGRLD</b> beside <b>SGRLD" in text and "sgrld" not in text
+    lab = Lab(cfg)
+    assert "naive SGRLD (without Γ)</b> beside <b>SGRLD</b>" in describe(cfg, lab.sides)

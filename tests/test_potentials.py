@@ -117,3 +117,12 @@ def test_building_a_potential_evaluates_nothing_until_its_law_is_asked_for():
     pot = Potential("lazy", 1, U, lambda t: t.copy(), ((-8.0, 8.0),))
     assert calls == []
     assert pot.log_z == pytest.approx(0.5 * np.log(2 * np.pi), rel=1e-6) and calls
+
+
+@pytest.mark.parametrize("text, box", [("x^4 - 2*x^2", ((-2.5, 2.5),)), ("(x-3)^2", ((-1.0, 7.0),)),
+                                       ("x^2/2", ((-5.0, 5.0),))])
+def test_a_typed_potential_is_drawn_where_its_mass_is(text, box):
+    pot = get_potential("expr:" + text)
+    assert pot.box == box
+    (xs,), dens = pot.grid(2001)
+    assert dens[0] < 1e-4 * dens.max() and dens[-1] < 1e-4 * dens.max()    # nothing of the mass cut off

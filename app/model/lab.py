@@ -54,15 +54,40 @@ def residual(recipe, pot, key) -> float | None:
     return value
 
 
+TERM_WORD = {"gamma": "Γ", "friction": "friction", "noise_correction": "noise correction"}
+
+
 class Side:
     """What the views need to know about one of the (one or two) samplers."""
 
-    def __init__(self, label, sampler, base_recipe=None, recipe=None, residual=None, term=None):
+    def __init__(self, label, sampler, base_recipe=None, recipe=None, residual=None, term=None, edited_cells=False):
         self.label, self.sampler = label, sampler
         self.base_recipe = base_recipe      # the registered recipe (None: not a recipe sampler or too big)
         self.recipe = recipe                # what actually runs (edited / naive switch applied)
         self.residual = residual
         self.term = term                    # what the naive switch drops
+        self.edited_cells = edited_cells    # D or Q typed by the user
+
+    @property
+    def exact(self) -> bool:
+        """Does the dynamics leave the target invariant? Measured by the Fokker–Planck residual where
+        the sampler is a recipe, else as registered (naive or not)."""
+        if self.residual is not None:
+            return self.residual < RESIDUAL_OK
+        return not self.sampler.spec.naive
+
+    @property
+    def title(self) -> str:
+        """The sampler's title, saying what an edit changed and whether that left it naive."""
+        title = self.sampler.spec.title
+        if self.recipe is None or self.recipe is self.base_recipe:
+            return title
+        changes = [f"{TERM_WORD.get(t, t)} restored" for t in sorted(self.base_recipe.drop - self.recipe.drop)]
+        changes += [f"without {TERM_WORD.get(t, t)}" for t in sorted(self.recipe.drop - self.base_recipe.drop)]
+        if self.edited_cells:
+            changes.append("D, Q edited")
+        stem = title[len("naive "):] if title.startswith("naive ") else title
+        return f"{'' if self.exact else 'naive '}{stem} ({', '.join(changes)})"
 
 
 class Lab(param.Parameterized):
@@ -145,7 +170,8 @@ class Lab(param.Parameterized):
         edited = recipe is not base
         key = (pot.name, name, tuple(sorted(s.params.items(), key=str)), recipe.drop,
                str(cfg.D) if edited else "", str(cfg.Q) if edited else "", str(s.oracle.describe()))
-        return Side(label, s, base, recipe, residual(recipe, pot, key), term)
+        return Side(label, s, base, recipe, residual(recipe, pot, key), term,
+                    edited_cells=edited and (cfg.D is not None or cfg.Q is not None))
 
     def _sides(self, pot, edits: bool) -> list[Side]:
         cfg = self.config

@@ -19,7 +19,7 @@ from .presets import known_potential, validate_params
 SIMPLE = {"potential": "pot", "sampler": "s", "compare": "cmp", "sampler_b": "sb", "V": "V", "batch": "batch",
           "chains": "n", "seed": "seed", "speed": "speed", "burn": "burn", "naive": "naive", "log_view": "log"}
 ALWAYS = ("potential", "sampler", "V", "chains", "seed")   # written even at their defaults: links stay explicit
-NAV_KEYS = ("tab", "lesson", "play")
+NAV_KEYS = ("tab", "lesson", "play", "present")
 MAX_CELLS_JSON = 4000
 
 

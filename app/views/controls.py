@@ -74,7 +74,11 @@ class PotentialPicker(Viewer):
             self.cfg.potential = event.new
 
     def _on_text(self, event):
-        text = (self.expr.value_input if self.expr.value_input is not None else self.expr.value) or ""
+        # on choosing the option there is no keystroke yet: what the field shows is what applies
+        text = (event.new if event is not None else self.expr.value) or ""
+        text = text.strip()
+        if text.startswith(TYPED):      # the spelling of links and the README, pasted in
+            text = text[len(TYPED):]
         reason = self.lab.check_typed_potential(text)
         if reason is not None:
             self.status.object = error_html(reason.detail)

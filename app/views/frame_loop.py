@@ -8,12 +8,44 @@ self-scheduled one just runs a little later.) The loop stops with the session.
 """
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
 from collections.abc import Callable
 
 import panel as pn
+from tornado.websocket import WebSocketClosedError
 
 FRAME_MS = 40          # 25 frames per second at most; a frame costs a few ms at 10^4 chains
+
+
+def quiet_closed_sockets() -> None:
+    """A page closed mid-frame leaves Panel's write of that frame's message failing in a task nobody
+    awaits, which asyncio reports as a traceback ("Task exception was never retrieved") in the server's
+    log, and Bokeh and Panel warn once per message of it (dozens per closed tab). The message had nowhere
+    to go and nothing is wrong: keep both out of the log, and only them."""
+    loop = asyncio.get_event_loop()
+    if getattr(loop, "_lab_quiet", False):
+        return
+    for name in ("panel.io.document", "bokeh.server.views.ws"):
+        logging.getLogger(name).addFilter(lambda record: "connection was closed" not in record.getMessage())
+    previous = loop.get_exception_handler()
+
+    def handler(loop, context):
+        if isinstance(context.get("exception"), WebSocketClosedError):
+            return
+        if previous is not None:
+            previous(loop, context)
+        else:
+            loop.default_exception_handler(context)
+    loop.set_exception_handler(handler)
+    loop._lab_quiet = True
+
+
+def connected(doc) -> bool:
+    """Whether a browser still holds this document's session (True without a server)."""
+    session = getattr(getattr(doc, "session_context", None), "_session", None)
+    return session is None or session.connection_count > 0
 
 
 class FrameLoop:
@@ -30,6 +62,7 @@ class FrameLoop:
         self._cb = None
         self._loop_id = 0              # a stopped (or restarted) loop's late frame does nothing
         self._scheduled: set[str] = set()
+        self._was_connected = False
 
     def attach(self, doc) -> None:
         """Bind the loop to this session's document (the app calls this at session start)."""
@@ -68,7 +101,7 @@ class FrameLoop:
     def tick(self) -> None:
         """One frame, the next one scheduled first so that the period counts from this frame's start."""
         self._cb = None
-        if not self.active():
+        if not self.active() or self._abandoned():
             return
         if self.doc is not None:
             self._schedule(self._loop_id, FRAME_MS)
@@ -82,6 +115,16 @@ class FrameLoop:
             self.on_error(err)
         finally:
             self.in_frame = False
+
+    def _abandoned(self) -> bool:
+        """A closed tab's session lives on until the server's unused-session check: no frames for nobody.
+        (Before its page first connects a session has no connection either: that one is not abandoned.)"""
+        if self.doc is None:
+            return False
+        if connected(self.doc):
+            self._was_connected = True
+            return False
+        return self._was_connected
 
     def pending(self, fn: Callable) -> bool:
         """Whether `fn` waits for the next tick (see with_lock)."""

@@ -18,9 +18,26 @@ from ..model.reasons import Notice, NoticeKind
 from ..model.urlstate import to_query
 from .controls import CompareControls, PotentialPicker, RunControls, SamplerPicker
 from .frame_loop import FrameLoop
-from .plots import KLHistory, RunPlots
+from .plots import RUN_COLORS, KLHistory, RunPlots, _fmt
 from .recipe_editor import RecipeEditor
 
+# Panel renders each component in its own shadow root: these rules go on the component whose shadow root
+# holds the elements they style (the lab's flex box holds the controls' and main column's hosts)
+LAB_CSS = """
+@media (max-width: 700px) {
+  :host { gap: 4px; }
+  .lab-controls { flex: 1 1 100% !important; width: 100% !important; }
+  .lab-main { order: -1; }
+}
+"""
+SUMMARY_CSS = """
+.ab-title { font-size: 15px; font-weight: 600; }
+.ab-numbers { font-size: 22px; font-family: monospace; }
+.ab-ratio { font-size: 15px; }
+:host(.present) .ab-title { font-size: 22px; }
+:host(.present) .ab-numbers { font-size: 30px; }
+:host(.present) .ab-ratio { font-size: 20px; }
+"""
 TEXT_EVERY_S = 0.25    # the metrics numbers refresh 4 times a second (see RunPlots.update)
 
 
@@ -34,6 +51,31 @@ def notice_alert(notice) -> dict:
 def blocks_alert(blocks: dict) -> dict:
     """The blocked alert's parameters: every reason the run cannot start, one per line."""
     return dict(object="<br>".join(html.escape(b.message) for b in blocks.values()), visible=bool(blocks))
+
+
+def summary_html(sides, metrics) -> str:
+    """A against B in large type, first on the screen: KL and TV to the exact density, and whether the
+    dynamics leave the target invariant (✓/✗, from the Fokker–Planck residual where there is one)."""
+    blocks = []
+    for side, m in zip(sides, metrics):
+        label = side.label.lower()
+        color = RUN_COLORS.get(side.label, "#1f77b4")
+        ok = side.exact
+        verdict = ("<span class='verdict ok' style='color:#1b5e20' title='the dynamics leave exp(−H) invariant'>"
+                   "✓ exact</span>" if ok else
+                   "<span class='verdict bad' style='color:#b00020' title='exp(−H) is not invariant under the "
+                   "dynamics: the samples settle elsewhere'>✗ naive</span>")
+        kl, tv = m.get("kl"), m.get("tv")
+        blocks.append(
+            f"<div class='ab-side' style='border-left:6px solid {color};padding:2px 10px;flex:1 1 240px;min-width:0'>"
+            f"<div class='ab-title'>{html.escape(side.label)}: {html.escape(side.title)} &nbsp;{verdict}</div>"
+            f"<div class='ab-numbers'>KL <b data-summary='kl-{label}'>{_fmt(kl)}</b> &nbsp; "
+            f"TV <b data-summary='tv-{label}'>{_fmt(tv)}</b></div></div>")
+    if len(metrics) == 2 and all(m.get("kl") for m in metrics) and min(m["kl"] for m in metrics) > 0:
+        a, b = metrics[0]["kl"], metrics[1]["kl"]
+        ratio = f"KL of A is {a / b:.3g}× that of B" if a >= b else f"KL of B is {b / a:.3g}× that of A"
+        blocks.append(f"<div class='ab-ratio' style='align-self:center;color:#444'>{ratio}</div>")
+    return f"<div class='ab-row' style='display:flex;flex-wrap:wrap;gap:6px 16px'>{''.join(blocks)}</div>"
 
 
 class LabView(Viewer):
@@ -55,10 +97,13 @@ class LabView(Viewer):
                                    sizing_mode="stretch_width", css_classes=["lab-message"], margin=(5, 10))
         self.block_alert = pn.pane.Alert(refs=pn.bind(blocks_alert, lab.param.blocks), alert_type="danger",
                                          sizing_mode="stretch_width", css_classes=["lab-blocked"], margin=(5, 10))
+        self.summary = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["ab-summary"], margin=(2, 10),
+                                    disable_math=True, stylesheets=[SUMMARY_CSS])
         self.plot_area = pn.FlexBox(sizing_mode="stretch_width", flex_wrap="wrap", css_classes=["plot-area"])
         self.kl_area = pn.Column(sizing_mode="stretch_width")
-        self.main = pn.Column(self.alert, self.block_alert, self.plot_area, self.kl_area,
-                              sizing_mode="stretch_width", styles={"flex": "1 1 600px", "min-width": "0"},
+        self.top = pn.Row(self.summary, sizing_mode="stretch_width", margin=0)
+        self.main = pn.Column(self.alert, self.block_alert, self.top, self.plot_area, self.kl_area,
+                              sizing_mode="stretch_width", styles={"flex": "1 1 480px", "min-width": "0"},
                               css_classes=["lab-main"])
         if not compact:
             self._build_page()
@@ -86,11 +131,26 @@ class LabView(Viewer):
                          "burn-in ends; plots: the save tool of each plot gives a PNG; the URL holds the whole "
                          "configuration)</span>", margin=(5, 10)),
             pn.Row(self.csv, self.npz, sizing_mode="stretch_width"),
-            width=340, css_classes=["lab-controls"], styles={"flex": "0 0 340px"}, margin=(0, 5))
+            width=300, css_classes=["lab-controls"], styles={"flex": "0 0 300px"}, margin=(0, 5))
+        # on a projector (150 % zoom) or a phone the plots need the width: the controls fold away
+        self.toggle = pn.widgets.Button(name="◀ Controls", button_type="light", width=100, margin=(8, 4),
+                                        css_classes=["controls-toggle"])
+        self.toggle.on_click(lambda e: self.show_controls(not self.controls.visible))
+        self.top.insert(0, self.toggle)
         self.editor = RecipeEditor(lab)
         self.recipe_card = pn.Card(self.editor, title="Recipe (H, D, Q) of sampler A — edit D and Q",
                                    sizing_mode="stretch_width", collapsed=False, css_classes=["recipe-card"])
         self.main.append(self.recipe_card)
+
+    def present(self, on: bool) -> None:
+        """Presentation mode: controls folded away, the summary in large type."""
+        self.summary.css_classes = ["ab-summary", "present"] if on else ["ab-summary"]
+        if not self.compact:
+            self.show_controls(not on)
+
+    def show_controls(self, visible: bool) -> None:
+        self.controls.visible = visible
+        self.toggle.name = "◀ Controls" if visible else "▶ Controls"
 
     # -- plots ----------------------------------------------------------------------
     def _rebuild_plots(self):
@@ -110,6 +170,7 @@ class LabView(Viewer):
         self.plots = [RunPlots(run, side, run.label, log_view) for run, side in zip(lab.runs, lab.sides)]
         for p, side in zip(self.plots, lab.sides):
             p.show_metrics(p.last_metrics | self._extra(side))
+        self.summary.object = summary_html(lab.sides, [p.last_metrics for p in self.plots])
         self.plot_area.objects = [p.layout() for p in self.plots]
         self._fresh = True            # the next frame waits one round, for Panel to send the new figures
         if self.kl is None or len(self.kl.sources) != len(self.plots):
@@ -131,6 +192,8 @@ class LabView(Viewer):
         if text:
             self._text_at = now
         ms = [p.update(run, self._extra(side), text) for p, run, side in zip(self.plots, self.lab.runs, self.lab.sides)]
+        if text:
+            self.summary.object = summary_html(self.lab.sides, ms)
         if self.kl is not None:
             self.kl.update(ms, force_kl or not self.lab.playing)
 
@@ -181,4 +244,5 @@ class LabView(Viewer):
     def __panel__(self):
         # compact keeps the page's flex nesting: in plain nested Columns BokehJS lays the figures out at zero width
         parts = [self.main] if self.compact else [self.controls, self.main]
-        return pn.FlexBox(*parts, flex_wrap="wrap", sizing_mode="stretch_width", css_classes=["lab-page"])
+        return pn.FlexBox(*parts, flex_wrap="wrap", sizing_mode="stretch_width", css_classes=["lab-page"],
+                          stylesheets=[LAB_CSS])

@@ -11,6 +11,8 @@ import html
 import panel as pn
 from panel.viewable import Viewer
 
+from samplers.registry import REGISTRY
+
 from ..model.config import LabConfig
 from ..model.lab import Lab
 from ..model.urlstate import apply_query, parse_search
@@ -28,10 +30,17 @@ def embedded_config(query: str) -> tuple[LabConfig, list[str]]:
     return cfg, errors
 
 
-def describe(cfg: LabConfig) -> str:
-    who = f"<b>{html.escape(cfg.sampler)}</b>"
-    if cfg.compare:
-        who += f" beside <b>{html.escape(cfg.sampler_b)}</b>"
+def describe(cfg: LabConfig, sides=None) -> str:
+    """Who runs, by title: the built sides' titles (which say what an edit changed), or before the run is
+    built (building it costs the server) the registered titles."""
+    if sides:
+        titles = [side.title for side in sides]
+    else:
+        title_a = REGISTRY[cfg.sampler].title
+        titles = [f"naive form of {title_a}" if cfg.naive and not REGISTRY[cfg.sampler].naive else title_a]
+        if cfg.compare:
+            titles.append(REGISTRY[cfg.sampler_b].title)
+    who = " beside ".join(f"<b>{html.escape(t)}</b>" for t in titles)
     return f"{who} on <b>{html.escape(cfg.potential)}</b>, {cfg.chains} chains, seed {cfg.seed}"
 
 
@@ -43,8 +52,9 @@ class LessonDemo(Viewer):
         self.view: LabView | None = None
         link = f" · <a class='lesson-demo' href='{lab_href}'>open it in the full lab →</a>" if lab_href else ""
         note = f"<br><span style='color:#b00020'>ignored: {html.escape('; '.join(errors))}</span>" if errors else ""
-        self.header = pn.pane.HTML(f"<b>Live demo</b>: {describe(self.cfg)}{link}{note}",
-                                   sizing_mode="stretch_width", margin=(5, 10))
+        self._header = lambda sides=None: f"<b>Live demo</b>: {describe(self.cfg, sides)}{link}{note}"
+        self.header = pn.pane.HTML(self._header(), sizing_mode="stretch_width", margin=(5, 10),
+                                   css_classes=["lesson-demo-header"])
         self.start_button = pn.widgets.Button(name="▶ Run the demo here", button_type="success", width=200,
                                               css_classes=["lesson-demo-start"])
         self.start_button.on_click(lambda e: self._start_soon())
@@ -73,9 +83,13 @@ class LessonDemo(Viewer):
             lab = Lab(self.cfg)
             self.view = LabView(lab, compact=True)
             self.view.attach(self._doc or pn.state.curdoc)
+            self.header.object = self._header(lab.sides)
             buttons = RunControls(lab)
-            self.body.objects = [self.header, pn.Row(buttons.play, buttons.step, buttons.reset, buttons.speed,
-                                                     sizing_mode="stretch_width"), self.view]
+            # a narrow window wraps the slider under the buttons rather than cutting its label
+            speed = pn.Column(buttons.speed, styles={"flex": "1 1 220px", "min-width": "200px"})
+            row = pn.FlexBox(buttons.play, buttons.step, buttons.reset, speed, flex_wrap="wrap",
+                             sizing_mode="stretch_width", css_classes=["lesson-demo-buttons"])
+            self.body.objects = [self.header, row, self.view]
         self.view.lab.play()
 
     def pause(self) -> None:

@@ -38,6 +38,7 @@ class LessonsView(Viewer):
         super().__init__(**params)
         self.lessons = list_lessons()
         self.demo: LessonDemo | None = None
+        self.font_size = "15px"
         self._doc = None
         self.body = pn.Column(sizing_mode="stretch_width", css_classes=["lessons"])
         if not self.lessons:
@@ -68,7 +69,7 @@ class LessonsView(Viewer):
             elif kind == "check":
                 text.append("\n" + _check_line(value) + "\n")
             elif text:     # a demo line, or the end: the text so far is one Markdown pane
-                parts.append(_markdown("".join(text)))
+                parts.append(_markdown("".join(text), self.font_size))
                 text = []
             if kind == "demo" and self.demo is not None:
                 parts.append(self.demo)
@@ -94,16 +95,28 @@ class LessonsView(Viewer):
             self.demo.stop()
             self.demo = None
 
+    def present(self, on: bool) -> None:
+        """Presentation mode: the lesson text in large type (a projector at the back of a room)."""
+        self.font_size = "20px" if on else "15px"
+        for part in getattr(self, "page", pn.Column()).objects:
+            if isinstance(part, pn.pane.Markdown):
+                part.styles = {**part.styles, "font-size": self.font_size}
+
+    @property
+    def title(self) -> str:
+        slug = getattr(getattr(self, "select", None), "value", "")
+        return next((lesson.title for lesson in self.lessons if lesson.slug == slug), "")
+
     def __panel__(self):
         return self.body
 
 
-def _markdown(text: str) -> pn.pane.Markdown:
+def _markdown(text: str, font_size: str = "15px") -> pn.pane.Markdown:
     # links between lessons (`02-recipe.md`) become links to this section
     text = re.sub(r"\]\((\d\d-[\w-]+)\.md(#[\w-]*)?\)", r"](?tab=lessons&lesson=\1)", text)
     # 15 px: reading text, on a phone as on a projector (Panel's default is 12 px)
     return pn.pane.Markdown(text, plugins=[math_plugin], sizing_mode="stretch_width", css_classes=["lesson-body"],
-                            styles={"overflow-x": "auto", "min-width": "0", "font-size": "15px"})
+                            styles={"overflow-x": "auto", "min-width": "0", "font-size": font_size})
 
 
 def _check_line(name: str) -> str:

@@ -2,6 +2,8 @@
 in step with the configuration so a copied link reproduces the run."""
 from __future__ import annotations
 
+import html
+
 import panel as pn
 from panel.viewable import Viewer
 
@@ -14,10 +16,6 @@ from .lab import LabView
 from .lessons import LessonsView
 
 TABS = ["lab", "lessons", "figures"]
-CSS = """
-.lab-page { gap: 4px; }
-@media (max-width: 700px) { .lab-controls { flex: 1 1 100% !important; width: 100% !important; } }
-"""
 
 
 class AppView(Viewer):
@@ -37,11 +35,47 @@ class AppView(Viewer):
         self.autoplay = query.get("play", "") in ("1", "true")
         self._location = None
         self._last_search = None
-        self.header = pn.pane.HTML(
-            "<div style='display:flex;align-items:baseline;gap:12px;flex-wrap:wrap'>"
-            "<span style='font-size:20px;font-weight:700'>SG-MCMC lab</span>"
-            "<span style='color:#555;font-size:13px'>every sampler is a recipe (H, D, Q): pick or edit one and "
-            "watch it against the exact density</span></div>", sizing_mode="stretch_width", margin=(5, 10))
+        self.heading = pn.pane.HTML(sizing_mode="stretch_width", margin=(5, 10), css_classes=["page-heading"])
+        self.present_button = pn.widgets.Toggle(name="Present", value=query.get("present", "") in ("1", "true"),
+                                                width=90, margin=(8, 10), css_classes=["present-toggle"])
+        self.header = pn.Row(self.heading, self.present_button, sizing_mode="stretch_width")
+        self.present_button.param.watch(self._on_present, "value")
+        self.lab.param.watch(self._show_heading, "version")
+        self.tabs.param.watch(self._show_heading, "active")
+        if getattr(self.lessons, "select", None) is not None:
+            self.lessons.select.param.watch(self._show_heading, "value")
+        self._on_present()
+
+    @property
+    def presenting(self) -> bool:
+        return self.present_button.value
+
+    def _on_present(self, *_):
+        on = self.presenting
+        self.present_button.name = "End presentation" if on else "Present"
+        self.present_button.width = 150 if on else 90
+        self.lab_view.present(on)
+        self.lessons.present(on)
+        self._show_heading()
+
+    def _show_heading(self, *_):
+        """The app's name, or in presentation mode what is on show: the lesson, or who runs on which target."""
+        if not self.presenting:
+            self.heading.object = (
+                "<div style='display:flex;align-items:baseline;gap:12px;flex-wrap:wrap'>"
+                "<span style='font-size:20px;font-weight:700'>SG-MCMC lab</span>"
+                "<span style='color:#555;font-size:13px'>every sampler is a recipe (H, D, Q): pick or edit one and "
+                "watch it against the exact density</span></div>")
+            return
+        tab = TABS[self.tabs.active]
+        if tab == "lessons":
+            title = self.lessons.title
+        elif tab == "lab" and self.lab.sides:
+            title = " vs ".join(side.title for side in self.lab.sides) + f" on {self.config.potential}"
+        else:
+            title = "Paper figures"
+        self.heading.object = (f"<div class='present-title' style='font-size:28px;font-weight:700'>"
+                               f"{html.escape(title)}</div>")
 
     def start(self, doc, location=None):
         """Session start: bind the frame loop and the URL."""
@@ -53,6 +87,7 @@ class AppView(Viewer):
             self.config.param.watch(self._write_url, [p for p in self.config.param if p != "name"])
             self.lab.param.watch(self._write_url, ["version", "blocks"])
             self.tabs.param.watch(self._write_url, "active")
+            self.present_button.param.watch(self._write_url, "value")
             if getattr(self.lessons, "select", None) is not None:
                 self.lessons.select.param.watch(self._write_url, "value")
             location.param.watch(self._read_url, "search")
@@ -75,7 +110,7 @@ class AppView(Viewer):
     def nav(self) -> dict:
         tab = TABS[self.tabs.active]
         lesson = getattr(getattr(self.lessons, "select", None), "value", "") if tab == "lessons" else ""
-        return {"tab": tab if tab != "lab" else "", "lesson": lesson}
+        return {"tab": tab if tab != "lab" else "", "lesson": lesson, "present": "1" if self.presenting else ""}
 
     def _write_url(self, *_):
         """The URL holds the configuration the plots were built from: an edit that blocks the run
@@ -105,5 +140,4 @@ class AppView(Viewer):
         self.stop()
 
     def __panel__(self):
-        return pn.Column(pn.pane.HTML(f"<style>{CSS}</style>", height=0, margin=0), self.header, self.tabs,
-                         sizing_mode="stretch_width")
+        return pn.Column(self.header, self.tabs, sizing_mode="stretch_width")

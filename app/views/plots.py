@@ -129,8 +129,7 @@ class RunPlots:
         self.has_momentum = run.has_momentum
         K = len(run.path_chains)
         self.K = K
-        name = side.sampler.spec.title
-        self.title = f"{label}: {name}"
+        self.title = f"{label}: {side.title}"
         # recent tails of the highlighted chains: short on the main plot, longer on the 1-D trace (long
         # anti-aliased polylines are what costs most to draw in the browser)
         second = "y" if self.dim >= 2 else "r"
@@ -258,7 +257,7 @@ class RunPlots:
         for fig, end in zip(self.marginals, self._y_ends):
             fig.y_range.end = end
         old = self.title
-        self.title = f"{self.label}: {side.sampler.spec.title}"
+        self.title = f"{self.label}: {side.title}"
         for fig in (self.main, self.trace):
             if fig is not None:
                 fig.title.text = fig.title.text.replace(old, self.title)
@@ -297,7 +296,12 @@ class RunPlots:
             # float32 halves the largest part of a frame's message; the screen needs no more precision
             pts = run.ensemble_points()
             pts["x"], pts["y"] = self._in_view(pts["x"], pts["y"])
-            self.ens.data.update({k: v.astype(np.float32) for k, v in pts.items()})
+            pts = {k: v.astype(np.float32) for k, v in pts.items()}
+            if len(pts["x"]) != len(self.ens.data["hid"]):
+                # another number of chains: every column at once, or BokehJS sees columns of two lengths
+                self.ens.data = {**pts, "hid": np.arange(len(pts["x"]), dtype=float)}
+            else:
+                self.ens.data.update(pts)
         dens, _, _ = run.histograms()
         n_marg = len(self.marginals) - (1 if self.log_hist is not None else 0)
         self.hist.data.update({f"top{i}": dens[i].tolist() for i in range(n_marg)})

@@ -38,18 +38,39 @@ def typed_potential(text: str, box=None) -> Potential:
 
     boxes = [box] if box is not None else [tuple((-h, h) for _ in range(d)) for h in BOX_HALF_WIDTHS]
     first = None   # what the smallest box found is the plainest to report
+    def build(b):
+        return Potential(f"expr:{text.strip()}", d, U, grad, tuple(b), description="typed potential",
+                         formula="U = " + sympy.latex(expr)).normalise()
+
     for b in boxes:
         try:
             # a typed U is checked at once: finite on the box, and exp(-U) decays inside it
-            pot = Potential(f"expr:{text.strip()}", d, U, grad, tuple(b),
-                            description="typed potential", formula="U = " + sympy.latex(expr)).normalise()
+            pot = build(b)
         except PotentialError as err:
             first = first or err
             continue
+        if box is None:
+            pot = build(_fitted_box(pot))
         _check_gradient_finite(pot)
         pot.sym = expr
         return pot
     raise _in_plain_words(first, names)
+
+
+def _fitted_box(pot: Potential, floor: float = 1e-5, step: float = 0.5) -> tuple:
+    """The box drawn for a typed U: where exp(-U) is above `floor` of its peak, padded by a twentieth and
+    rounded outward to `step` (a search box of ±5 would draw x^4 - 2x^2, whose mass is in ±2, as a
+    thin spike)."""
+    axes, u = pot._u_grid
+    keep = (u - u.min()) <= -np.log(floor)
+    out = []
+    for k, a in enumerate(axes):
+        hit = np.flatnonzero(keep.any(axis=tuple(j for j in range(u.ndim) if j != k)))
+        lo, hi = a[hit[0]], a[hit[-1]]
+        pad = 0.05 * (hi - lo)
+        lo, hi = step * np.floor((lo - pad) / step), step * np.ceil((hi + pad) / step)
+        out.append((float(max(lo, a[0])), float(min(hi, a[-1]))))
+    return tuple(out)
 
 
 def _in_plain_words(err: PotentialError, names) -> PotentialError:
