@@ -46,7 +46,8 @@ FOLDER = Path(__file__).resolve().parent   # where the pages are
 FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*\r?\n(.*)\Z", re.S)
 CHECK_LINE = re.compile(r"^[ \t]*\{\{check:([A-Za-z_][A-Za-z0-9_]*)\}\}[ \t]*$", re.M)
 DEMO_LINE = re.compile(r"^[ \t]*\{\{demo\}\}[ \t]*$", re.M)
-MARK_LINE = re.compile(f"{CHECK_LINE.pattern}|{DEMO_LINE.pattern}", re.M)
+LADDER_LINE = re.compile(r"^[ \t]*\{\{(ladder)\}\}[ \t]*$", re.M)
+MARK_LINE = re.compile(f"{CHECK_LINE.pattern}|{DEMO_LINE.pattern}|{LADDER_LINE.pattern}", re.M)
 
 __all__ = ["Lesson", "parse_lesson", "load_lessons", "run_check", "FOLDER"]
 
@@ -63,12 +64,13 @@ class Lesson:
     body: str          # Markdown after the front matter
 
     def segments(self) -> list[tuple[str, str]]:
-        """The body cut at its check and demo lines: [("markdown", text), ("check", name), ("demo", ""), ...]."""
+        """The body cut at its check, demo and ladder lines: [("markdown", text), ("check", name), ("demo", ""),
+        ("ladder", ""), ...]. A ladder runs the demo's samplers over a ladder of step sizes."""
         out, pos = [], 0
         for m in MARK_LINE.finditer(self.body):
             if m.start() > pos:
                 out.append(("markdown", self.body[pos:m.start()]))
-            out.append(("check", m.group(1)) if m.group(1) else ("demo", ""))
+            out.append(("check", m.group(1)) if m.group(1) else ("ladder", "") if m.group(2) else ("demo", ""))
             pos = m.end()
         if pos < len(self.body):
             out.append(("markdown", self.body[pos:]))

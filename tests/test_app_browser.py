@@ -560,3 +560,37 @@ def test_closing_a_playing_tab_leaves_no_traceback_in_the_server_log(browser, se
     time.sleep(3)
     log = server.log.read_text(errors="replace")[before:]
     assert "WebSocketClosedError" not in log and "Failed sending message" not in log, log[-1500:]
+
+
+def test_the_step_size_ladder_shows_a_naive_floor_above_the_corrected_error(lab):
+    p = lab("?pot=double-well&cmp=1&s=sghmc-naive&sb=sghmc&V=4&a.eps=0.1&b.eps=0.1")
+    page = p.page
+    page.locator(".ladder-card").first.get_by_text("Bias against").first.click()
+    page.locator(".ladder-run button").first.click()
+    page.locator(".ladder-progress").first.wait_for()
+    wait_text(page.locator(".ladder-status").first, "done", timeout=120)
+    naive, fixed = bokeh_data(page, "ladder-kl-A", "y"), bokeh_data(page, "ladder-kl-B", "y")
+    eps = bokeh_data(page, "ladder-kl-A", "eps")
+    assert len(eps) == 6 and eps[-1] < eps[0] / 5
+    assert naive[-1] >= 10 * fixed[-1], (naive, fixed)
+    assert not page.locator(".ladder-csv button").first.is_disabled()
+    with page.expect_download() as dl:
+        page.locator(".ladder-csv").first.click()
+    text = open(dl.value.path()).read()
+    assert text.startswith("sampler,eps,kl") and text.count("\n") == 13
+    page.locator(".ladder-view").first.scroll_into_view_if_needed()
+    p.shot("step-ladder", full=False)
+    # a new configuration cancels a running ladder
+    page.locator(".ladder-run button").first.click()
+    page.locator(".ladder-progress").first.wait_for()
+    fill(page, ".seed-input", "9")
+    wait_text(page.locator(".ladder-status").first, "configuration changed")
+    assert not p.errors, p.errors
+
+
+def test_lessons_5_and_8_embed_the_ladder(browser, server):
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    for slug in ("05-sghmc", "08-sgrhmc"):
+        page.goto(server.url + f"?tab=lessons&lesson={slug}", timeout=120000)
+        page.locator(".lesson-ladder .ladder-run").first.wait_for(timeout=60000)
+    page.close()

@@ -18,6 +18,7 @@ from ..model.reasons import Notice, NoticeKind
 from ..model.urlstate import to_query
 from .controls import CompareControls, PotentialPicker, RunControls, SamplerPicker
 from .frame_loop import FrameLoop
+from .ladder import LadderView
 from .plots import RUN_COLORS, KLHistory, RunPlots, _fmt
 from .recipe_editor import RecipeEditor
 
@@ -137,6 +138,9 @@ class LabView(Viewer):
                                         css_classes=["controls-toggle"])
         self.toggle.on_click(lambda e: self.show_controls(not self.controls.visible))
         self.top.insert(0, self.toggle)
+        self.ladder = LadderView(lab)
+        self.main.append(pn.Card(self.ladder, title="Bias against step size: does the error vanish as ε → 0?",
+                                 sizing_mode="stretch_width", collapsed=True, css_classes=["ladder-card"]))
         self.editor = RecipeEditor(lab)
         self.recipe_card = pn.Card(self.editor, title="Recipe (H, D, Q) of sampler A — edit D and Q",
                                    sizing_mode="stretch_width", collapsed=False, css_classes=["recipe-card"])
@@ -229,6 +233,8 @@ class LabView(Viewer):
     def stop(self):
         """End of session: stop the loop, drop the runs (their memory goes with them)."""
         self.loop.close()
+        if getattr(self, "ladder", None) is not None:
+            self.ladder.close()
         self.lab.playing = False
         self.lab.runs = []
 

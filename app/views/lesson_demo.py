@@ -50,6 +50,7 @@ class LessonDemo(Viewer):
         self.query, self.lab_href, self._doc = query, lab_href, doc
         self.cfg, errors = embedded_config(query)
         self.view: LabView | None = None
+        self._lab: Lab | None = None
         link = f" · <a class='lesson-demo' href='{lab_href}'>open it in the full lab →</a>" if lab_href else ""
         note = f"<br><span style='color:#b00020'>ignored: {html.escape('; '.join(errors))}</span>" if errors else ""
         self._header = lambda sides=None: f"<b>Live demo</b>: {describe(self.cfg, sides)}{link}{note}"
@@ -77,10 +78,16 @@ class LessonDemo(Viewer):
         self.start_button.name, self.start_button.disabled = "Building the run…", True
         doc.add_next_tick_callback(self.start)
 
+    def lab(self) -> Lab:
+        """The demo's lab, built on first use (the demo's run, or its step-size ladder)."""
+        if self._lab is None:
+            self._lab = Lab(self.cfg)
+        return self._lab
+
     def start(self) -> None:
         """Build the run (first time) and play it."""
         if self.view is None:
-            lab = Lab(self.cfg)
+            lab = self.lab()
             self.view = LabView(lab, compact=True)
             self.view.attach(self._doc or pn.state.curdoc)
             self.header.object = self._header(lab.sides)

@@ -12,6 +12,7 @@ from lessons import run_check
 
 from ..model.content import list_lessons
 from ..model.presets import demo_query
+from .ladder import LadderView
 from .lesson_demo import LessonDemo
 
 # TeX's own names for < and >, which would open HTML tags. Not HTML entities: the math is handed to MathJax
@@ -73,6 +74,12 @@ class LessonsView(Viewer):
                 text = []
             if kind == "demo" and self.demo is not None:
                 parts.append(self.demo)
+            if kind == "ladder" and self.demo is not None:
+                self.ladder = LadderView(self.demo.lab)
+                parts.append(pn.Column(pn.pane.HTML("<b>Bias against step size</b>: the demo's samplers, each "
+                                                    "at six step sizes", margin=(5, 10)), self.ladder,
+                                       sizing_mode="stretch_width", css_classes=["lesson-ladder"],
+                                       styles={"border": "1px solid #ddd", "border-radius": "6px"}))
         if self.demo is not None:
             if self.demo not in parts:     # a page without a {{demo}} line
                 parts.append(self.demo)
@@ -91,6 +98,9 @@ class LessonsView(Viewer):
             self.demo.pause()
 
     def stop(self) -> None:
+        if getattr(self, "ladder", None) is not None:
+            self.ladder.close()
+            self.ladder = None
         if self.demo is not None:
             self.demo.stop()
             self.demo = None

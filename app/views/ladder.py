@@ -1,0 +1,164 @@
+"""The bias-against-step-size view: run the ladder for the lab's samplers and plot error against ε, log-log."""
+from __future__ import annotations
+
+import html
+import io
+from collections.abc import Callable
+
+import numpy as np
+import panel as pn
+from bokeh.models import ColumnDataSource, Legend, LegendItem
+from panel.viewable import Viewer
+
+from ..model.lab import Lab
+from ..model.ladder import LadderJob
+from .plots import RUN_COLORS, _fig
+
+POLL_MS = 250
+
+
+def _reference(eps, start, slope):
+    """A dashed reference line of the given slope through `start` at the largest ε."""
+    return (start * (eps / eps[0]) ** slope).tolist()
+
+
+class LadderView(Viewer):
+    """Button, progress bar, cancel, two log-log plots (KL and |E θ₁² − exact| against ε) and a CSV download."""
+
+    def __init__(self, lab: Lab | Callable[[], Lab], **params):
+        """`lab`, or a function that builds it on the first run (a lesson page builds nothing until asked)."""
+        super().__init__(**params)
+        self._lab_source = lab
+        self.job: LadderJob | None = None
+        self.run = pn.widgets.Button(name="Run the step-size ladder", button_type="primary", width=230,
+                                     css_classes=["ladder-run"])
+        self.stop = pn.widgets.Button(name="Cancel", button_type="light", width=90, css_classes=["ladder-cancel"],
+                                      disabled=True)
+        self.bar = pn.indicators.Progress(value=0, max=100, width=220, visible=False, css_classes=["ladder-progress"],
+                                          margin=(14, 10))
+        self.status = pn.pane.HTML("", css_classes=["ladder-status"], sizing_mode="stretch_width", margin=(0, 10))
+        # a file-like object: a plain string would be taken for a path
+        self.download = pn.widgets.FileDownload(callback=lambda: io.StringIO(self.job.csv() if self.job else ""),
+                                                filename="step-ladder.csv",
+                                                label="Ladder (CSV)", button_type="light", width=140,
+                                                css_classes=["ladder-csv"], disabled=True)
+        self.run.on_click(lambda e: self.start())
+        self.stop.on_click(lambda e: self.job and self.job.cancel("cancelled"))
+        self.figs, self.sources = self._figures()
+        self._cb = None
+        caption = pn.pane.HTML(
+            "<div style='font-size:12px;color:#444'>For each step size ε the chains run the same stretch of time "
+            "(the SDE held fixed: gradient-noise diffusion B = εV/2 and momentum resampling as at A's ε), and the "
+            "pooled θ₁ samples are scored against the exact density. A recipe's error falls with ε (dashed: "
+            "slopes 1 and 2); a naive sampler's levels off at a floor. Dotted: the KL a perfect sampler would show "
+            "with as many samples. PNG: the save tool of each plot.</div>", sizing_mode="stretch_width",
+            margin=(0, 10))
+        self.body = pn.Column(
+            pn.Row(self.run, self.stop, self.bar, self.download, sizing_mode="stretch_width"), self.status, caption,
+            pn.FlexBox(*[pn.pane.Bokeh(f, sizing_mode="stretch_width", styles={"flex": "1 1 300px", "min-width": "0"})
+                         for f in self.figs], flex_wrap="wrap", sizing_mode="stretch_width"),
+            sizing_mode="stretch_width", css_classes=["ladder-view"])
+
+    def _figures(self):
+        figs, sources = [], {}
+        for key, label in (("kl", "KL to the exact density"), ("m2", "|E[θ₁²] − exact|")):
+            f = _fig(f"{label} against step size", 260, x_axis_type="log", y_axis_type="log", x_axis_label="ε",
+                     y_axis_label=label)
+            f.name = f"ladder-{key}"
+            items = []
+            for side in ("A", "B"):
+                src = ColumnDataSource(dict(eps=[], y=[]), name=f"ladder-{key}-{side}")
+                color = RUN_COLORS[side]
+                line = f.line("eps", "y", source=src, color=color, line_width=2)
+                f.scatter("eps", "y", source=src, color=color, size=7)
+                items.append(LegendItem(label=side, renderers=[line]))
+                sources[(key, side)] = src
+                if key == "kl":
+                    noise = ColumnDataSource(dict(eps=[], y=[]), name=f"ladder-noise-{side}")
+                    f.line("eps", "y", source=noise, color=color, line_dash="dotted", line_width=1)
+                    sources[("noise", side)] = noise
+            for slope in (1, 2):
+                ref = ColumnDataSource(dict(eps=[], y=[]), name=f"ladder-{key}-slope{slope}")
+                r = f.line("eps", "y", source=ref, color="#888", line_dash="dashed", line_width=1)
+                items.append(LegendItem(label=f"slope {slope}", renderers=[r]))
+                sources[(key, f"slope{slope}")] = ref
+            f.add_layout(Legend(items=items, location="bottom_right", label_text_font_size="8pt",
+                                background_fill_alpha=0.6))
+            f.toolbar.logo = None
+            figs.append(f)
+        return figs, sources
+
+    # -- running -----------------------------------------------------------------
+    def start(self):
+        if self.job is None:
+            lab = self._lab_source if isinstance(self._lab_source, Lab) else self._lab_source()
+            self.job = LadderJob(lab)
+            self.job.param.watch(self._on_status, "status")
+            self.job.param.watch(self._on_progress, "progress")
+            self.job.param.watch(self._draw, "results")
+        self.job.start()
+        doc = pn.state.curdoc
+        if self.job.status == "running" and doc is not None and doc.session_context is not None:
+            self._cb = doc.add_periodic_callback(self._poll, POLL_MS)
+
+    def _poll(self):
+        if self.job is not None:
+            self.job.poll()
+
+    def _stop_polling(self):
+        if self._cb is not None and pn.state.curdoc is not None:
+            try:
+                pn.state.curdoc.remove_periodic_callback(self._cb)
+            except ValueError:
+                pass
+        self._cb = None
+
+    def _on_progress(self, event):
+        self.bar.value = int(100 * event.new)
+
+    def _on_status(self, event):
+        running = event.new == "running"
+        self.bar.visible = running
+        self.stop.disabled = not running
+        self.run.disabled = running
+        self.download.disabled = not self.job.results
+        if not running:
+            self._stop_polling()
+        text = {"running": "running the ladder…", "done": "done", "cancelled": self.job.message,
+                "failed": f"failed: {self.job.message}", "idle": ""}[event.new]
+        color = "#b00020" if event.new == "failed" else "#444"
+        self.status.object = f"<span style='color:{color};font-size:13px'>{html.escape(text)}</span>"
+
+    def _draw(self, event=None):
+        results = self.job.results
+        for key in ("kl", "m2"):
+            for side in ("A", "B"):
+                self.sources[(key, side)].data = dict(eps=[], y=[])
+                if key == "kl":
+                    self.sources[("noise", side)].data = dict(eps=[], y=[])
+        for r in results:
+            side = r.title.split(":")[0]
+            eps = r.eps
+            self.sources[("kl", side)].data = dict(eps=eps.tolist(), y=np.maximum(r.kl, 1e-12).tolist())
+            self.sources[("m2", side)].data = dict(eps=eps.tolist(), y=np.maximum(r.m2_error, 1e-12).tolist())
+            self.sources[("noise", side)].data = dict(eps=eps.tolist(), y=[p.kl_noise for p in r.points])
+        if results:
+            eps = results[0].eps
+            top = {"kl": max(float(r.kl[0]) for r in results), "m2": max(float(r.m2_error[0]) for r in results)}
+            for key in ("kl", "m2"):
+                for slope in (1, 2):
+                    self.sources[(key, f"slope{slope}")].data = dict(eps=eps.tolist(),
+                                                                     y=_reference(eps, top[key], slope))
+            legend = {r.title.split(":")[0]: r.title for r in results}
+            for f in self.figs:
+                for item in f.legend[0].items[:2]:
+                    item.label = dict(value=legend.get(item.label["value"][:1], item.label["value"]))
+        self.download.disabled = not results
+
+    def close(self):
+        self._stop_polling()
+        if self.job is not None:
+            self.job.cancel("the session ended")
+
+    def __panel__(self):
+        return self.body

@@ -1,0 +1,62 @@
+"""The bias-against-step-size ladder: a naive sampler's error levels off at a floor, a recipe's falls with ε."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from samplers.ladder import Cancelled, default_ladder, ladder_csv, step_ladder, with_eps
+from samplers.registry import build_sampler
+
+
+def _pair(naive, corrected, V, eps0, chains=2000, **corrected_params):
+    ladder = default_ladder(eps0)
+    out = []
+    for name, params in ((naive, {}), (corrected, corrected_params)):
+        s = build_sampler(name, "double-well", V, None, **{"eps": eps0, **params})
+        out.append(step_ladder(s, ladder, chains=chains, eps0=eps0, seed=3))
+    return out
+
+
+def test_naive_sgrhmc_levels_off_ten_times_above_gsgrhmc_at_the_smallest_step():
+    naive, fixed = _pair("sgrhmc-naive", "sgrhmc", 1.0, 0.02)
+    assert naive.kl[-1] >= 10 * fixed.kl[-1], (naive.kl, fixed.kl)
+    # a floor: the naive error at the smallest step is not smaller than at the largest (within noise)
+    assert naive.kl[-1] > 0.5 * naive.kl[0]
+    assert not any(p.diverged for p in naive.points + fixed.points)
+
+
+def test_naive_sghmc_levels_off_ten_times_above_sghmc_in_chen_et_als_setting():
+    naive, fixed = _pair("sghmc-naive", "sghmc", 4.0, 0.1)
+    assert naive.kl[-1] >= 10 * fixed.kl[-1], (naive.kl, fixed.kl)
+    assert naive.m2_error[-1] > 3 * naive.points[-1].m2_se       # the floor is not noise
+
+
+def test_the_check_has_power_two_recipes_are_not_ten_times_apart():
+    a, b = _pair("sgrhmc", "sgrhmc", 1.0, 0.02, chains=1000)
+    assert not (a.kl[-1] >= 10 * b.kl[-1] or b.kl[-1] >= 10 * a.kl[-1])
+
+
+def test_a_recipes_error_falls_with_step_size_once_above_the_noise():
+    s = build_sampler("sgld", "double-well", 0.0, None, eps=0.2)
+    r = step_ladder(s, [0.2, 0.1, 0.05], chains=2000, seed=1)
+    # SGLD's bias is O(ε): KL O(ε²), well above the noise at these steps
+    assert r.kl[0] > 3 * r.kl[2] and r.kl[0] > 10 * r.points[0].kl_noise
+
+
+def test_holding_the_sde_fixed_scales_the_noise_and_resampling_with_the_step():
+    s = build_sampler("sghmc-naive", "double-well", 4.0, None, eps=0.1)
+    t = with_eps(s, 0.01, eps0=0.1)
+    assert t.params["eps"] == 0.01 and t.params["resample_every"] == 500
+    assert float(t.oracle.V) == pytest.approx(40.0) and float(s.oracle.V) == 4.0
+
+
+def test_cancel_stops_promptly_with_the_points_done_so_far_and_csv():
+    s = build_sampler("sghmc", "double-well", 1.0, None)
+    calls = []
+    with pytest.raises(Cancelled) as info:
+        step_ladder(s, [0.1, 0.05], chains=200, progress=calls.append, cancel=lambda: len(calls) > 3)
+    assert info.value.result.points == [] and len(calls) == 4
+    r = step_ladder(s, [0.1, 0.05], chains=200)
+    text = ladder_csv([r])
+    assert text.count("\n") == 3 and text.startswith("sampler,eps,kl")
+    assert np.all(np.diff(r.eps) < 0)
