@@ -55,7 +55,7 @@ def significant_digits(cell: str) -> int:
     return len(mantissa.replace(".", "").lstrip("0"))
 
 
-@pytest.mark.parametrize("width, height", [(1280, 800), (853, 533)])
+@pytest.mark.parametrize("width, height", [(1280, 800), (853, 533), (390, 800)])
 def test_figures_are_headed_by_titles_with_verdicts_and_rounded_tables(page, server, width, height):
     pg = page(width, height)
     pg.goto(server.url + "?tab=figures", timeout=120_000)

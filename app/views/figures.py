@@ -66,12 +66,13 @@ def table_html(path) -> str:
             f"<tbody>{body}</tbody></table></div>{more}")
 
 
-def _downloads(paths) -> pn.Row:
+def _downloads(paths) -> pn.FlexBox:
     label = {".csv": "table (CSV, full precision)", ".png": "figure (PNG)", ".svg": "figure (SVG)"}
-    return pn.Row(*[pn.widgets.FileDownload(file=str(p), filename=p.name,
-                                            label=f"Download {label.get(p.suffix.lower(), p.name)}",
-                                            css_classes=["figure-download"], width=230, margin=(4, 10))
-                    for p in paths], styles={"flex-wrap": "wrap"}, sizing_mode="stretch_width")
+    # a FlexBox, not a Row: a Row is as wide as its buttons together, and widened the page on a phone
+    return pn.FlexBox(*[pn.widgets.FileDownload(file=str(p), filename=p.name,
+                                                label=f"Download {label.get(p.suffix.lower(), p.name)}",
+                                                css_classes=["figure-download"], width=230, margin=(4, 10))
+                        for p in paths], flex_wrap="wrap", sizing_mode="stretch_width")
 
 
 def _image(path, caption: str) -> pn.Column:
