@@ -339,6 +339,28 @@ def test_recipe_cells_write_the_config_and_follow_it_back():
     assert editor.naive.value is False and lab.config.naive is None
 
 
+def test_recipe_cells_fit_their_formula_and_show_it_whole_as_a_tooltip():
+    """gSGRHMC's Q cell (30 characters) was cut at 160 px; the edited math then showed 61237/50000."""
+    from bokeh.document import Document
+
+    from app.views.recipe_editor import RecipeEditor
+    lab = lab_for(potential="double-well", sampler="sgrhmc", chains=50)
+    editor = RecipeEditor(lab)
+    cell = editor.cells["Q"][0][1]
+    assert cell.value == "-sqrt(1.5)*abs(U + 1.5)**(1/4)"
+    for row in editor.cells["D"] + editor.cells["Q"]:
+        for w in row:
+            assert w.width >= 8 * len(w.value) + 20, (w.value, w.width)   # about 7 px a character, plus padding
+    model = cell.get_root(Document())
+    assert model.html_attributes == {"title": cell.value}
+    cell.value = "-1.22474*abs(U + 1.5)**(1/4)"
+    assert model.html_attributes == {"title": "-1.22474*abs(U + 1.5)**(1/4)"}
+    editor.cells["Q"][1][0].value = "1.22474*abs(U + 1.5)**(1/4)"
+    assert not lab.blocks and lab.sides[0].recipe is not lab.sides[0].base_recipe
+    shown = editor.math["Gamma"].object + editor.math["sde"].object + editor.math["update"].object
+    assert "61237" not in shown and "1.225" in shown
+
+
 def test_a_frame_that_raises_pauses_the_lab_and_says_why():
     from app.views.lab import LabView
     view = LabView(lab_for(chains=50), compact=True)

@@ -1,7 +1,10 @@
+import re
+
 import numpy as np
 import pytest
 import sympy
 
+from samplers.engine.edit import edited_recipe, matrix_cells
 from samplers.engine.recipe import Recipe
 from samplers.engine.stationarity import stationarity_residual
 from samplers.engine.symbols import RecipeError, StateSymbols
@@ -178,3 +181,52 @@ def test_noise_correction_can_be_dropped():
     plain = rec.step(z, np.random.default_rng(0), oracle, eps=0.1, bhat=0.0)
     np.testing.assert_allclose(dropped, plain)
     assert not np.allclose(kept, plain)
+
+
+# -- D and Q typed cell by cell (samplers/engine/edit.py) ------------------------------------
+def _big_fractions(latex: str) -> list[str]:
+    """\\frac{61237 ...}{50000}: a typed decimal shown as the rational it was read as."""
+    return re.findall(r"\\frac\{-?\d{4,}", latex)
+
+
+@pytest.mark.parametrize("pot_name", ["double-well", "gaussian", "expr:x^4 - 2*x^2 + 0.3*x"])
+def test_cells_typed_back_unchanged_give_the_registered_recipe(pot_name):
+    pot = get_potential(pot_name)
+    base = build_sampler("sgrhmc", pot).recipe
+    D, Q = matrix_cells(base._raw[0]), matrix_cells(base._raw[1])
+    edited = edited_recipe(base, D, Q, base.drop)
+    z = np.column_stack([np.linspace(-1.5, 1.5, 7), np.linspace(-2, 2, 7)])
+    u, g = pot.U(z[:, :1]), pot.grad(z[:, :1])
+    np.testing.assert_allclose(edited.Gamma(z, u, g), base.Gamma(z, u, g), rtol=1e-14, atol=0)
+    np.testing.assert_allclose(edited.drift(z, u, g), base.drift(z, u, g), rtol=1e-14, atol=0)
+    assert stationarity_residual(edited, pot).relative == pytest.approx(
+        stationarity_residual(base, pot).relative, rel=1e-9)
+    shown = edited.latex_sde() + edited.matrices_latex()["Gamma"] + edited.latex_update()
+    assert not _big_fractions(shown), shown
+    assert edited.latex_sde() == base.latex_sde()
+
+
+def test_cells_print_a_parameter_root_as_the_root():
+    base = build_sampler("sgrhmc", get_potential("double-well")).recipe
+    assert matrix_cells(base._raw[1])[0][1] == "-sqrt(1.5)*abs(U + 1.5)**(1/4)"
+    assert matrix_cells(base._raw[0])[1][1] == "1.5*sqrt(abs(U + 1.5))"
+    assert matrix_cells(build_sampler("sghmc", get_potential("gaussian")).recipe._raw[0])[1][1] == "1"
+
+
+def test_typed_decimals_stay_decimals_in_the_math():
+    """A cell typed as 1.22474 (sqrt(1.5) to six digits) shows 1.225, not 61237/50000."""
+    base = build_sampler("sgrhmc", get_potential("double-well")).recipe
+    D = matrix_cells(base._raw[0])
+    Q = [["0", "-1.22474*abs(U + 1.5)**(1/4)"], ["1.22474*abs(U + 1.5)**(1/4)", "0"]]
+    edited = edited_recipe(base, D, Q, base.drop)
+    shown = edited.latex_sde() + edited.matrices_latex()["Gamma"] + edited.latex_update()
+    assert not _big_fractions(shown), shown
+    assert "1.225" in edited.latex_sde() and "0.3062" in edited.matrices_latex()["Gamma"]
+    assert "1.22474487" not in base.latex_sde()      # floats to four significant digits
+
+
+def test_float_decimals_parse_to_the_double_the_numerics_use():
+    from samplers.targets.expr import parse_expression
+    e = parse_expression("1.22474*U + 2.0", ("U",), float_decimals=True)
+    assert sympy.Float(1.22474) in e.atoms(sympy.Float) and sympy.Integer(2) in e.atoms(sympy.Integer)
+    assert parse_expression("1.22474*U", ("U",)).atoms(sympy.Rational) >= {sympy.Rational(61237, 50000)}

@@ -33,7 +33,7 @@ def test_qnhmc_table1_shows_the_papers_numbers(tmp_path):
 def test_every_reproduction_is_listed_and_checked():
     assert set(names()) == set(CLAIMS)
     for rep in REPRODUCTIONS.values():
-        assert rep.title and rep.source
+        assert rep.title and rep.source and rep.paper.authors and rep.paper.title
 
 
 def test_a_claim_that_is_not_there_fails():

@@ -1,49 +1,156 @@
-"""The Paper figures section: the images and tables generated into assets/."""
+"""The Paper figures section: each reproduction under its paper, with its title, the claims it tests
+and their verdicts, its figure with a caption, its table rounded for reading, and its files to download;
+files no reproduction wrote follow under "Other files"."""
 from __future__ import annotations
 
-import csv
 import html
-import io
 
 import panel as pn
 from panel.viewable import Viewer
 
-from ..model.content import list_assets
+from ..model.figures import Catalogue, Figure, catalogue, display_table, preview
+
+STYLE = """
+:host { font-size: 14px; line-height: 1.45; }
+h2 { font-size: 19px; margin: 22px 0 2px 0; padding-top: 10px; border-top: 2px solid #ddd; }
+h3 { font-size: 16px; margin: 14px 0 4px 0; }
+.paper-title { font-weight: 400; font-style: italic; }
+.source { color: #555; font-size: 12.5px; }
+.source code { font-size: 12px; background: #f3f3f3; padding: 0 3px; border-radius: 3px; }
+ul.verdicts { list-style: none; padding-left: 0; margin: 6px 0; }
+ul.verdicts li { margin: 4px 0; padding-left: 1.6em; text-indent: -1.6em; }
+.mark { display: inline-block; width: 1.3em; text-indent: 0; text-align: center; font-weight: 700;
+        border-radius: 3px; color: white; margin-right: 0.3em; }
+.holds .mark { background: #1b5e20; }
+.fails .mark { background: #b00020; }
+.verdict-word { font-weight: 600; }
+.evidence { color: #555; font-size: 12.5px; text-indent: 0; }
+.note { color: #555; font-size: 12.5px; }
+details { font-size: 12.5px; color: #444; margin: 4px 0; }
+figcaption { color: #444; font-size: 12.5px; margin: 2px 0 8px 0; }
+.table-wrap { overflow-x: auto; max-width: 100%; }
+table.asset-table { border-collapse: collapse; font-size: 12.5px; font-variant-numeric: tabular-nums; }
+table.asset-table th, table.asset-table td { border-bottom: 1px solid #e3e3e3; padding: 3px 8px; white-space: nowrap; }
+table.asset-table th { text-align: left; background: #f6f6f6; font-weight: 600; }
+table.asset-table td.num { text-align: right; }
+"""
+INTRO = ("<p>The sources' experiments, rerun by this project (<code>python -m samplers reproduce all</code>). "
+         "Under each figure, the claims of the paper it tests: <b>✓</b> the claim holds in our run, <b>✗</b> it "
+         "does not, each with the numbers that decide it. Tables are rounded to four significant digits; the "
+         "CSV files hold every digit.</p>")
+MAX_WIDTH = 980
 
 
-def _table_html(path) -> str:
-    rows = list(csv.reader(io.StringIO(path.read_text(encoding="utf-8", errors="replace"))))[:200]
-    if not rows:
+def _html(text: str, **kw) -> pn.pane.HTML:
+    return pn.pane.HTML(text, sizing_mode="stretch_width", stylesheets=[STYLE], margin=kw.pop("margin", (0, 10)),
+                        **kw)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text.replace("×10", "e").translate(str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")))
+        return True
+    except ValueError:
+        return False
+
+
+def table_html(path) -> str:
+    header, rows, left_out = display_table(path)
+    if not header:
         return ""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows[1:])
-    return (f"<div style='overflow-x:auto;max-width:100%'><table class='asset-table'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table></div>")
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in header)
+    body = "".join("<tr>" + "".join(f"<td class='{'num' if _is_number(c) else 'text'}'>{html.escape(c)}</td>"
+                                    for c in r) + "</tr>" for r in rows)
+    more = f"<div class='note'>{left_out} more rows in the CSV file.</div>" if left_out else ""
+    return (f"<div class='table-wrap'><table class='asset-table'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{body}</tbody></table></div>{more}")
+
+
+def _downloads(paths) -> pn.FlexBox:
+    label = {".csv": "table (CSV, full precision)", ".png": "figure (PNG)", ".svg": "figure (SVG)"}
+    # a FlexBox, not a Row: a Row is as wide as its buttons together, and widened the page on a phone
+    return pn.FlexBox(*[pn.widgets.FileDownload(file=str(p), filename=p.name,
+                                                label=f"Download {label.get(p.suffix.lower(), p.name)}",
+                                                css_classes=["figure-download"], width=230, margin=(4, 10))
+                        for p in paths], flex_wrap="wrap", sizing_mode="stretch_width")
+
+
+def _image(path, caption: str) -> pn.Column:
+    pane = pn.pane.SVG(str(path)) if path.suffix.lower() == ".svg" else pn.pane.Image(str(path))
+    pane.param.update(sizing_mode="scale_width", max_width=900, styles={"max-width": "100%"}, margin=(4, 10))
+    return pn.Column(pane, _html(f"<figcaption>{caption}</figcaption>"), sizing_mode="stretch_width")
+
+
+def figure_view(fig: Figure) -> pn.Column:
+    text = [f"<h3 class='figure-title'>{html.escape(fig.title)}</h3>",
+            f"<div class='source'>{html.escape(fig.source)} · rerun by <code>{html.escape(fig.command)}</code></div>"]
+    if fig.verdicts:
+        items = "".join(
+            f"<li class='{'holds' if v.holds else 'fails'}'><span class='mark' aria-hidden='true'>{v.mark}</span>"
+            f"<span class='verdict-word'>{'holds' if v.holds else 'does not hold'}:</span> {html.escape(v.claim)}"
+            f"<div class='evidence'>{html.escape(v.evidence)}</div></li>" for v in fig.verdicts)
+        text.append(f"<ul class='verdicts'>{items}</ul>")
+    elif not fig.recorded:
+        text.append(f"<p class='note'>No verdicts recorded yet: <code>{html.escape(fig.command)}</code> writes "
+                    "them.</p>")
+    if fig.paper_numbers:
+        text.append(f"<div class='note'>The paper's own numbers: {html.escape(fig.paper_numbers)}</div>")
+    items = [_html("".join(text))]
+    if fig.image is not None:
+        items.append(_image(fig.image, f"<b>{html.escape(fig.title)}</b>, as our rerun draws it (settings below); "
+                                       f"the original: {html.escape(fig.source)}."))
+    if fig.table is not None:
+        items.append(_html(table_html(fig.table), margin=(4, 10)))
+    if fig.settings:
+        rows = "".join(f"<li><b>{html.escape(k)}</b> = {html.escape(v)}</li>" for k, v in fig.settings)
+        items.append(_html(f"<details><summary>Settings of this run</summary><ul>{rows}</ul></details>"))
+    if fig.downloads:
+        items.append(_downloads(fig.downloads))
+    return pn.Column(*items, sizing_mode="stretch_width", css_classes=["figure", f"figure-{fig.name}"])
+
+
+def other_files_view(others) -> list:
+    names = "".join(f"<li><code>{html.escape(p.name)}</code></li>" for p in others)
+    items = [_html(f"<h2>Other files</h2><p class='note'>In <code>assets/</code>, written by no reproduction "
+                   f"of the table:</p><ul class='other-files'>{names}</ul>")]
+    for p in others:
+        kind = preview(p, others)
+        if kind is None:
+            continue
+        items.append(_html(f"<h3 class='other-file'><code>{html.escape(p.name)}</code></h3>"))
+        if kind == "image":
+            items.append(_image(p, html.escape(p.name)))
+        elif kind == "table":
+            items.append(_html(table_html(p)))
+        else:
+            items.append(pn.pane.Markdown(p.read_text(encoding="utf-8", errors="replace"),
+                                          sizing_mode="stretch_width"))
+        items.append(_downloads([p]))
+    return items
 
 
 class FiguresView(Viewer):
-    """Images and tables generated into assets/ (by the benchmarks and experiments)."""
+    """The sources' figures and tables as the reproductions wrote them to assets/."""
 
-    def __init__(self, **params):
+    def __init__(self, cat: Catalogue | None = None, **params):
         super().__init__(**params)
-        images, tables = list_assets()
-        items = []
-        for p in images:
-            pane = pn.pane.SVG(str(p)) if p.suffix.lower() == ".svg" else pn.pane.Image(str(p))
-            pane.sizing_mode = "scale_width"
-            pane.max_width = 900
-            pane.styles = {"max-width": "100%"}
-            items.append(pn.Column(f"**{p.name}**", pane, sizing_mode="stretch_width"))
-        for p in tables:
-            text = p.read_text(encoding="utf-8", errors="replace")
-            pane = (pn.pane.Markdown(text, sizing_mode="stretch_width") if p.suffix.lower() == ".md"
-                    else pn.pane.HTML(_table_html(p), sizing_mode="stretch_width"))
-            items.append(pn.Column(f"**{p.name}**", pane, sizing_mode="stretch_width"))
-        if not items:
+        cat = cat if cat is not None else catalogue()
+        if cat.empty:
             items = [pn.pane.Markdown("## Paper figures\n\nThe figures and tables of the papers, regenerated by this "
-                                      "project, will appear here once they are written to `assets/`.",
-                                      sizing_mode="stretch_width")]
-        self.body = pn.Column(*items, sizing_mode="stretch_width", css_classes=["figures"])
+                                      "project, will appear here once they are written to `assets/` "
+                                      "(`python -m samplers reproduce all`).", sizing_mode="stretch_width")]
+        else:
+            verdicts = [v for p in cat.papers for f in p.figures for v in f.verdicts]
+            held = sum(v.holds for v in verdicts)
+            count = f"<p><b>{held} of the {len(verdicts)} claims tested hold</b> in our runs.</p>" if verdicts else ""
+            items = [_html(INTRO + count)]
+            for section in cat.papers:
+                items.append(_html(f"<h2 class='paper'>{html.escape(section.authors)}: <span class='paper-title'>"
+                                   f"{html.escape(section.title)}</span></h2>"))
+                items += [figure_view(f) for f in section.figures]
+            if cat.others:
+                items += other_files_view(cat.others)
+        self.body = pn.Column(*items, sizing_mode="stretch_width", max_width=MAX_WIDTH, css_classes=["figures"])
 
     def __panel__(self):
         return self.body

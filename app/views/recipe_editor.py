@@ -29,23 +29,31 @@ BAD_CELL_CSS = ":host(.cell-bad) input { border: 2px solid #b00020; background: 
 TERM_LABEL = {"gamma": "drop Γ (naive variant)", "friction": "drop the friction D∇H (naive variant)"}
 
 
-def short_floats(latex: str) -> str:
-    """sympy prints sqrt(1.5) as 1.22474487139159: four decimals are plenty on screen."""
-    latex = re.sub(r"(\d+\.\d{4})\d+", r"\1", latex)
+def times_before_numbers(latex: str) -> str:
+    """2 D with D = 1.5 sqrt|U + 1.5| is printed 2\\,1.5..., which reads as 21.5: show 2 · 1.5."""
     return re.sub(r"\{2\\,(?=[\d.])", r"{2\\cdot ", latex).replace(r"(2\,", r"(2\cdot ")
 
 
 def own_cells(recipe, which: str) -> list[list[str]]:
-    """The registered D or Q as editable cells, whole numbers without sympy's trailing zeros."""
-    cells = matrix_cells(recipe._raw[0 if which == "D" else 1])
+    """The registered D or Q as editable cells."""
+    return matrix_cells(recipe._raw[0 if which == "D" else 1])
 
-    def tidy(c):
-        try:
-            v = float(c)
-        except ValueError:
-            return c
-        return str(int(v)) if v.is_integer() else format(v, ".15g")
-    return [[tidy(c) for c in row] for row in cells]
+
+def column_widths(cells, least: int) -> list[int]:
+    """Pixels per column so its longest formula shows whole (at most 420: longer ones scroll in the
+    box and show whole in the tooltip)."""
+    longest = [max(len(row[j]) for row in cells) for j in range(len(cells[0]))]
+    return [min(420, max(least, 8 * n + 28)) for n in longest]
+
+
+class CellInput(pn.widgets.TextInput):
+    """A text input whose whole text is also its tooltip."""
+
+    def _process_param_change(self, params):
+        params = super()._process_param_change(params)
+        if "value" in params:
+            params["html_attributes"] = {"title": params["value"] or ""}
+        return params
 
 
 def residual_badge(value) -> str:
@@ -86,19 +94,18 @@ class RecipeEditor(Viewer):
     # -- building ---------------------------------------------------------------------
     def _make_grid(self, which, cells, names):
         n = len(names)
-        self._cell_width = {1: 240, 2: 160, 3: 110, 4: 80}.get(n, 72)
+        widths = column_widths(cells, {1: 160, 2: 100, 3: 90, 4: 80}.get(n, 72))
         widgets = []
         header = [pn.pane.HTML("", width=44, margin=(0, 2))] + [
             pn.pane.HTML(f"<div style='text-align:center;font-size:12px'>{html.escape(v)}</div>",
-                         width=self._cell_width, margin=(0, 2))
-            for v in names]
+                         width=w, margin=(0, 2))
+            for v, w in zip(names, widths)]
         rows = [pn.Row(*header, margin=0)]
         for i in range(n):
             row_w = []
             for j in range(n):
-                w = pn.widgets.TextInput(value=cells[i][j], width=self._cell_width, margin=(1, 2),
-                                         css_classes=[f"cell-{which}-{i}-{j}", "recipe-cell"],
-                                         stylesheets=[BAD_CELL_CSS])
+                w = CellInput(value=cells[i][j], width=widths[j], margin=(1, 2),
+                              css_classes=[f"cell-{which}-{i}-{j}", "recipe-cell"], stylesheets=[BAD_CELL_CSS])
                 pn.bind(partial(self._on_cell, which, i, j), w, watch=True)
                 row_w.append(w)
             widgets.append(row_w)
@@ -108,9 +115,12 @@ class RecipeEditor(Viewer):
         self.cells[which] = widgets
         label = "D (symmetric, positive semidefinite)" if which == "D" else "Q (skew-symmetric)"
         # wide matrices scroll inside their box instead of widening the page on a phone
-        return pn.Column(pn.pane.HTML(f"<b>{label}</b>", margin=(4, 4)), *rows, margin=(0, 10),
+        grid = pn.Column(pn.pane.HTML(f"<b>{label}</b>", margin=(4, 4)), *rows, margin=(0, 10),
                          sizing_mode="stretch_width", styles={"overflow-x": "auto", "min-width": "0",
                                                               "max-width": "100%"})
+        # basis = the cells' own width, so Q goes under D when the two do not fit side by side
+        natural = 44 + sum(w + 4 for w in widths) + 24
+        return pn.Column(grid, sizing_mode="stretch_width", styles={"flex": f"1 1 {natural}px", "min-width": "0"})
 
     def _current_cells(self, side, which):
         """The cells the configuration says (its own edit, else the registered matrix)."""
@@ -151,10 +161,8 @@ class RecipeEditor(Viewer):
             self.note.object = (f"<div style='font-size:12px;color:#444'>z = ({html.escape(', '.join(names))}); "
                                 f"cells are expressions in {html.escape(variables)} (U is the potential's "
                                 "value). Press Enter or leave a cell to apply.</div>")
-            D = pn.Column(self._make_grid("D", self._current_cells(side, "D"), names), sizing_mode="stretch_width",
-                          styles={"flex": "1 1 360px", "min-width": "0"})
-            Q = pn.Column(self._make_grid("Q", self._current_cells(side, "Q"), names), sizing_mode="stretch_width",
-                          styles={"flex": "1 1 360px", "min-width": "0"})
+            D = self._make_grid("D", self._current_cells(side, "D"), names)
+            Q = self._make_grid("Q", self._current_cells(side, "Q"), names)
             self.body.objects = [
                 pn.Row(self.naive, self.naive_label, self.revert),
                 self.badge, self.error, self.note,
@@ -178,10 +186,10 @@ class RecipeEditor(Viewer):
                         w.css_classes = [c for c in w.css_classes if c != "cell-bad"] + (["cell-bad"] if not marked
                                                                                          else [])
         m = side.recipe.matrices_latex()
-        self.math["H"].object = short_floats(f"$z = {m['z']}^\\top,\\quad H(z) = {m['H']}$")
-        self.math["Gamma"].object = short_floats(f"$\\Gamma(z) = {m['Gamma']}^\\top$")
-        self.math["sde"].object = short_floats("$" + side.recipe.latex_sde() + "$")
-        self.math["update"].object = short_floats("$" + side.recipe.latex_update() + "$")
+        self.math["H"].object = times_before_numbers(f"$z = {m['z']}^\\top,\\quad H(z) = {m['H']}$")
+        self.math["Gamma"].object = times_before_numbers(f"$\\Gamma(z) = {m['Gamma']}^\\top$")
+        self.math["sde"].object = times_before_numbers("$" + side.recipe.latex_sde() + "$")
+        self.math["update"].object = times_before_numbers("$" + side.recipe.latex_update() + "$")
         # while D/Q are invalid the last valid recipe's badge would mislead: hide it
         self.badge.object = "" if recipe_block else residual_badge(side.residual)
         self.error.object = (f"<div style='color:#b00020;font-weight:600'>{html.escape(recipe_block.message)}</div>"

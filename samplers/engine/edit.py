@@ -7,6 +7,7 @@ follows by the chain rule). Every error names the cell.
 from __future__ import annotations
 
 import sympy
+from sympy.printing.str import StrPrinter
 
 from samplers.engine.recipe import Recipe
 from samplers.engine.symbols import RecipeError
@@ -29,20 +30,51 @@ def parse_matrix(name: str, cells, recipe: Recipe) -> sympy.Matrix:
         for j, text in enumerate(row):
             text = str(text).strip() or "0"
             try:
-                expr = parse_expression(text, variables)
+                expr = parse_expression(text, variables, float_decimals=True)
             except ExpressionError as err:
                 raise RecipeError(f"{name}[{recipe.sym.z[i]},{recipe.sym.z[j]}]: {err}", cells=[(name, i, j)]) from None
             out[i, j] = expr.subs(u_plain, recipe.sym.U)
     return out
 
 
+def _short_decimal(x: float) -> str | None:
+    """x in at most six significant digits, if that is x exactly (as a double)."""
+    text = format(x, ".6g")
+    if float(text) != x:
+        return None
+    return text if "e" not in text else repr(x)
+
+
+def float_cell_text(f: sympy.Float) -> str:
+    """A recipe's float as cell text that parses back to the same float.
+
+    A parameter (metric_D = 1.5) reaches a recipe as a float and its square root as
+    1.22474487139159: that prints as sqrt(1.5), which the cell parser (decimals kept as floats)
+    turns back into the same float, so a cell typed back unchanged is the registered recipe.
+    """
+    x = float(f)
+    short = _short_decimal(x)
+    if short is not None:
+        return short
+    if x > 0:
+        square = format(x * x, ".6g")
+        if "e" not in square and sympy.sqrt(sympy.Float(square)) == f:
+            return f"sqrt({square})"
+    return repr(x)
+
+
+class _CellPrinter(StrPrinter):
+    def _print_Float(self, expr):
+        return float_cell_text(expr)
+
+
 def matrix_cells(matrix: sympy.Matrix) -> list[list[str]]:
-    """A recipe's matrix as editable text cells (U(theta) printed as U)."""
+    """A recipe's matrix as editable text cells (U(theta) printed as U), each parsing back to its entry."""
+    printer = _CellPrinter()
+
     def show(e):
         e = e.replace(lambda x: isinstance(x, sympy.core.function.AppliedUndef), lambda x: sympy.Symbol("U"))
-        # six digits read better than sqrt(1.5) printed to 15; any D and Q stay a valid recipe
-        e = e.xreplace({f: sympy.Float(f, 6) for f in e.atoms(sympy.Float)})
-        return sympy.sstr(e).replace("Abs(", "abs(")
+        return printer.doprint(e).replace("Abs(", "abs(")
     return [[show(matrix[i, j]) for j in range(matrix.shape[1])] for i in range(matrix.shape[0])]
 
 

@@ -2,18 +2,32 @@
 from __future__ import annotations
 
 import sympy
+from sympy.printing.latex import LatexPrinter
+
+FLOAT_DIGITS = 4
+
+
+class _Printer(LatexPrinter):
+    """sympy's LaTeX with floats to FLOAT_DIGITS significant digits: sqrt(1.5) computed from
+    metric_D = 1.5 is 1.225 on screen, not 1.22474487139159."""
+
+    def _print_Float(self, expr):
+        return super()._print_Float(sympy.Float(expr, FLOAT_DIGITS))
+
+
+def _latex(expr) -> str:
+    return _Printer().doprint(expr)
 
 
 def matrices(recipe) -> dict:
     sym = recipe.sym
     if recipe.numeric:
-        return dict(z=sympy.latex(sympy.Matrix(sym.z).T), H="U + " + sympy.latex(recipe.kinetic),
+        return dict(z=_latex(sympy.Matrix(sym.z).T), H="U + " + _latex(recipe.kinetic),
                     D=r"D(z)\ \text{(numeric)}", Q=r"Q(z)\ \text{(numeric)}",
                     Gamma=r"\Gamma(z)\ \text{(differences)}")
     H = sympy.Symbol("U") + sym.flatten(recipe.kinetic)
-    show = lambda m: sympy.latex(m)  # noqa: E731
-    return dict(z=sympy.latex(sympy.Matrix(sym.z).T), H=sympy.latex(H), D=show(recipe.D.sym),
-                Q=show(recipe.Q.sym), Gamma=show(recipe.Gamma.sym.T))
+    return dict(z=_latex(sympy.Matrix(sym.z).T), H=_latex(H), D=_latex(recipe.D.sym),
+                Q=_latex(recipe.Q.sym), Gamma=_latex(recipe.Gamma.sym.T))
 
 
 def sde(recipe) -> str:
@@ -23,8 +37,8 @@ def sde(recipe) -> str:
     lines = []
     for i, fi in enumerate(recipe.drift_exprs()):
         dii = recipe.D.sym[i, i]
-        noise = "" if dii == 0 else rf" + \sqrt{{2\,{sympy.latex(dii)}}}\, dW_{{{i + 1}}}"
-        lines.append(rf"d{sympy.latex(sym.z[i])} &= \left({sympy.latex(fi)}\right) dt{noise}")
+        noise = "" if dii == 0 else rf" + \sqrt{{2\,{_latex(dii)}}}\, dW_{{{i + 1}}}"
+        lines.append(rf"d{_latex(sym.z[i])} &= \left({_latex(fi)}\right) dt{noise}")
     return r"\begin{aligned}" + r"\\ ".join(lines).replace(r"\nabla\tilde{U}", r"\nabla U") \
         + r"\end{aligned}"
 
@@ -38,10 +52,10 @@ def update(recipe) -> str:
     lines = []
     for plan in recipe.block_plan:
         for i in plan["rows"]:
-            zi = sympy.latex(sym.z[i])
-            rhs = sympy.latex(sym.z[i] + eps * drift[i])
+            zi = _latex(sym.z[i])
+            rhs = _latex(sym.z[i] + eps * drift[i])
             if i in recipe.noisy:
-                dii = sympy.latex(recipe.D.sym[i, i])
+                dii = _latex(recipe.D.sym[i, i])
                 rhs += rf" + \mathcal N\!\left(0,\ \epsilon\,(2\,{dii} - \epsilon \hat B_{{{zi}}})\right)"
             lines.append(rf"{zi} &\leftarrow {rhs}")
     note = ""

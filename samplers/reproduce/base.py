@@ -36,18 +36,31 @@ class Outcome:
     paper: str = ""    # the paper's own numbers, where it gives any
 
 
+@dataclass(frozen=True)
+class Paper:
+    authors: str       # as cited: "Ma, Chen & Fox (2015)"
+    title: str
+
+
+RECIPE = Paper("Ma, Chen & Fox (2015)", "A complete recipe for stochastic gradient MCMC")
+SGHMC = Paper("Chen, Fox & Guestrin (2014)", "Stochastic gradient Hamiltonian Monte Carlo")
+QNHMC = Paper("Fu, Luo & Zhang (2016)", "Quasi-Newton Hamiltonian Monte Carlo")
+SCIR = Paper("Baker, Fearnhead, Fox & Nemeth (2018)", "Large-scale stochastic sampling from the probability simplex")
+
+
 @dataclass
 class Reproduction:
     name: str
     title: str
     source: str
     run: Callable      # (seed, full, quick) -> Outcome; quick is the reduced size the tests use
+    paper: Paper       # whose experiment it is (the Paper figures page groups by it)
 
 
-def reproduction(name, title, source):
+def reproduction(name, title, source, paper: Paper):
     """Declare a function (seed, full, quick) -> Outcome as the reproduction `name`."""
     def wrap(fn):
-        return Reproduction(name, title, source, fn)
+        return Reproduction(name, title, source, fn, paper)
     return wrap
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from samplers.reproduce.base import Claim, Outcome, Progress, parallel_map, reproduction
+from samplers.reproduce.base import SGHMC, Claim, Outcome, Progress, parallel_map, reproduction
 
 V = 4.0          # gradient-noise variance
 EPS = 0.1
@@ -74,7 +74,7 @@ def _job(job):
 
 
 @reproduction("chen-fig1", "Chen, Fox & Guestrin 2014 Fig. 1: naive SGHMC vs SGHMC on θ⁴ − 2θ²",
-          "Chen, Fox & Guestrin 2014, Sec. 3.1 and Fig. 1 (recipe paper Eq. 11 vs Eq. 12)")
+          "Chen, Fox & Guestrin 2014, Sec. 3.1 and Fig. 1 (recipe paper Eq. 11 vs Eq. 12)", SGHMC)
 def chen_fig1(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome:
     import matplotlib.pyplot as plt
 

@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from samplers.reproduce.base import Claim, Outcome, Progress, parallel_map, reproduction
+from samplers.reproduce.base import QNHMC, Claim, Outcome, Progress, parallel_map, reproduction
 
 EPS, L, MAX_LAG, WINDOW = 0.01, 10, 500, 51
 # Table 1 of the paper: Σρ, burn-in time (seconds), ESS, ESS per second (100K samples, last 50K used)
@@ -88,7 +88,7 @@ def _job(job):
 
 
 @reproduction("qnhmc-table1", "QNHMC paper Table 1 and Fig. 1: HMC vs QNHMC on the 100-d Gaussian",
-          "Fu, Luo & Zhang, Quasi-Newton HMC, Sec. 5.1, Table 1 and Fig. 1")
+          "Fu, Luo & Zhang, Quasi-Newton HMC, Sec. 5.1, Table 1 and Fig. 1", QNHMC)
 def qnhmc_table1(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome:
     import matplotlib.pyplot as plt
     chains = 1

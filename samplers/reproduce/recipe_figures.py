@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from samplers.reproduce.base import Claim, Outcome, Progress, parallel_map, reproduction
+from samplers.reproduce.base import RECIPE, Claim, Outcome, Progress, parallel_map, reproduction
 
 LEFT = ["sgld", "sghmc", "sgrhmc-naive", "sgrhmc"]
 LABEL = {"sgld": "SGLD", "sghmc": "SGHMC", "sgrhmc-naive": "naive SGRHMC (Eq. 16)",
@@ -35,7 +35,7 @@ def _kl_job(job):
 
 
 @reproduction("recipe-fig2-left", "Recipe paper Fig. 2 (left) and Fig. S.5: KL on two 1-D targets",
-          "Ma, Chen & Fox 2015, Sec. 4.1, Fig. 2 left, Supplement F.1, Fig. S.5")
+          "Ma, Chen & Fox 2015, Sec. 4.1, Fig. 2 left, Supplement F.1, Fig. S.5", RECIPE)
 def fig2_left(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome:
     import matplotlib.pyplot as plt
     chains, steps, burn = (10000, 4000, 1000) if full else (2000, 600, 500) if quick else (2000, 1500, 500)
@@ -109,7 +109,7 @@ def _explore_job(job):
 
 
 @reproduction("recipe-fig2-right", "Recipe paper Fig. 2 (right): exploring the banana",
-          "Ma, Chen & Fox 2015, Sec. 4.1, Fig. 2 right")
+          "Ma, Chen & Fox 2015, Sec. 4.1, Fig. 2 right", RECIPE)
 def fig2_right(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome:
     import matplotlib.pyplot as plt
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from samplers.reproduce.base import Claim, Outcome, Progress, parallel_map, reproduction
+from samplers.reproduce.base import SCIR, Claim, Outcome, Progress, parallel_map, reproduction
 
 POSTERIORS = ["sparse-dirichlet", "dense-dirichlet"]
 SAMPLERS = {"scir": ("SCIR", "h"), "sgrld-simplex": ("SGRLD", "eps")}
@@ -85,7 +85,7 @@ def _tune(potentials, batches, grid, repeats, chains, seed, label):
 
 # -- Fig. 1 ------------------------------------------------------------------------------------
 @reproduction("scir-fig1", "SCIR paper Fig. 1: a sparse component of ω under exact, SCIR and SGRLD sampling",
-          "Baker, Fearnhead, Fox & Nemeth 2018, Sec. 1.3 and 2.2, Fig. 1")
+          "Baker, Fearnhead, Fox & Nemeth 2018, Sec. 1.3 and 2.2, Fig. 1", SCIR)
 def scir_fig1(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome:
     import matplotlib.pyplot as plt
     from scipy import stats
@@ -172,7 +172,7 @@ def scir_fig1(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome
 
 # -- Fig. 2 ------------------------------------------------------------------------------------
 @reproduction("scir-fig2", "SCIR paper Fig. 2: KS distance against minibatch size, sparse and dense Dirichlet",
-          "Baker, Fearnhead, Fox & Nemeth 2018, Sec. 2.2, Fig. 2")
+          "Baker, Fearnhead, Fox & Nemeth 2018, Sec. 2.2, Fig. 2", SCIR)
 def scir_fig2(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome:
     import matplotlib.pyplot as plt
     N = 1000

@@ -119,8 +119,13 @@ def symbols_for(variables) -> tuple:
     return tuple(sympy.Symbol(name, real=True) for name in variables)
 
 
-def parse_expression(text: str, variables: tuple[str, ...] = ("x", "y")) -> sympy.Expr:
+def parse_expression(text: str, variables: tuple[str, ...] = ("x", "y"), *,
+                     float_decimals: bool = False) -> sympy.Expr:
     """Parse text into a sympy expression in real Symbols named by ``variables``.
+
+    float_decimals: a number with decimals (1.22474) becomes a sympy Float with the digits as
+    typed, not the exact rational 61237/50000. For a coefficient that is a rounded constant, where
+    a fraction would claim an exactness the number never had.
 
     Raises ExpressionError (and nothing else) for any problem with ``text``.
     """
@@ -128,7 +133,7 @@ def parse_expression(text: str, variables: tuple[str, ...] = ("x", "y")) -> symp
     if not isinstance(text, str):
         raise TypeError(f"expression must be a str, not {type(text).__name__}")
     try:
-        return _parse(text, variables)
+        return _parse(text, variables, float_decimals)
     except ExpressionError:
         raise
     except RecursionError as exc:
@@ -164,7 +169,7 @@ def _check_variables(variables) -> tuple[str, ...]:
     return variables
 
 
-def _parse(text: str, variables: tuple[str, ...]) -> sympy.Expr:
+def _parse(text: str, variables: tuple[str, ...], float_decimals: bool = False) -> sympy.Expr:
     limit = LIMITS["max_length"]
     if len(text) > limit:
         raise ExpressionError(
@@ -173,7 +178,7 @@ def _parse(text: str, variables: tuple[str, ...]) -> sympy.Expr:
     tokens = _tokenize(text)
     if tokens[0].kind == "end":
         raise ExpressionError("enter an expression")
-    expr = _Parser(tokens, variables).parse()
+    expr = _Parser(tokens, variables, float_decimals).parse()
     # Per-node checks catch these where they arise; this is the backstop.
     if expr.has(*_UNDEFINED):
         raise ExpressionError("expression is undefined (division by zero or a pole)")
@@ -252,8 +257,9 @@ def _scan_number(text: str, i: int) -> int:
 
 
 class _Parser:
-    def __init__(self, tokens: list[_Token], variables: tuple[str, ...]):
+    def __init__(self, tokens: list[_Token], variables: tuple[str, ...], float_decimals: bool = False):
         self.tokens = tokens
+        self.float_decimals = float_decimals
         self.i = 0
         self.depth = 0
         self.nodes = 0
@@ -352,7 +358,7 @@ class _Parser:
         token = self.take()
         if token.kind == "number":
             self.count(token)
-            return _number(token)
+            return _number(token, self.float_decimals)
         if token.kind == "name":
             return self.name(token)
         if token.kind == "op" and token.text == "(":
@@ -498,7 +504,7 @@ class _Parser:
         return self.finish(make_expr(argument.expr), _checked(value, token), token)
 
 
-def _number(token: _Token) -> _Node:
+def _number(token: _Token, float_decimals: bool = False) -> _Node:
     mantissa, _, exponent = token.text.lower().partition("e")
     whole, _, fraction = mantissa.partition(".")
     digits = int(whole + fraction)
@@ -515,7 +521,11 @@ def _number(token: _Token) -> _Node:
     scale = int(exponent or 0) - len(fraction)
     if scale >= 0:
         return _Node(sympy.Integer(digits * 10**scale), value)
-    return _Node(sympy.Rational(digits, 10**-scale), value)
+    exact = sympy.Rational(digits, 10**-scale)
+    if float_decimals and not exact.is_Integer:
+        # the double the numerics will use anyway, so a float printed by repr reads back as itself
+        return _Node(sympy.Float(value), value)
+    return _Node(exact, value)
 
 
 def _checked(value, token: _Token) -> float:

@@ -1,0 +1,173 @@
+"""The Paper figures section without a browser: which files in assets/ belong to which reproduction,
+its paper, title and claims with their verdicts, and its table rounded for reading.
+
+Titles, sources and papers come from the library's table of reproductions; the verdicts come from the
+JSON each reproduction writes next to its figure (the numbers our run produced, never the docs' Markdown).
+Files that belong to no reproduction are kept apart, to be listed by name.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from samplers.reproduce import REPRODUCTIONS
+
+from .content import ASSETS_DIR, IMAGE_EXT, MAX_FILE_BYTES, TABLE_EXT
+
+SIGNIFICANT = 4
+MAX_ROWS = 200
+OWN_EXT = IMAGE_EXT | {".csv", ".json"}     # what `python -m samplers reproduce` writes
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    claim: str
+    holds: bool
+    evidence: str
+
+    @property
+    def mark(self) -> str:
+        return "✓" if self.holds else "✗"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One reproduction: what it shows and the files it wrote."""
+    name: str
+    title: str
+    source: str
+    verdicts: tuple[Verdict, ...]
+    paper_numbers: str                    # what the paper itself reports, where it gives numbers
+    settings: tuple[tuple[str, str], ...]
+    image: Path | None
+    table: Path | None
+    downloads: tuple[Path, ...]           # csv, png, svg: the files at full precision
+    recorded: bool                        # the run's JSON (its verdicts) is there
+
+    @property
+    def command(self) -> str:
+        return f"python -m samplers reproduce {self.name}"
+
+
+@dataclass(frozen=True)
+class PaperSection:
+    authors: str
+    title: str
+    figures: tuple[Figure, ...]
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    papers: tuple[PaperSection, ...]
+    others: tuple[Path, ...]              # files in assets/ that no reproduction of the table wrote
+
+    @property
+    def empty(self) -> bool:
+        return not self.others and not any(f.downloads or f.recorded for p in self.papers for f in p.figures)
+
+
+def _files(folder: Path) -> list[Path]:
+    if not Path(folder).is_dir():
+        return []
+    return sorted(p for p in Path(folder).rglob("*") if p.is_file() and not p.name.startswith("."))
+
+
+def _summary(path: Path | None) -> dict:
+    if path is None:
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _verdicts(summary: dict) -> tuple[Verdict, ...]:
+    out = []
+    for c in summary.get("claims", []):
+        if isinstance(c, dict) and "text" in c:
+            out.append(Verdict(str(c["text"]), bool(c.get("holds")), str(c.get("evidence", ""))))
+    return tuple(out)
+
+
+def _settings(summary: dict) -> tuple[tuple[str, str], ...]:
+    settings = summary.get("settings")
+    return tuple((str(k), str(v)) for k, v in settings.items()) if isinstance(settings, dict) else ()
+
+
+def catalogue(folder: Path = ASSETS_DIR) -> Catalogue:
+    """Every reproduction of the library's table, grouped by paper in the table's order, with its files."""
+    files = [p for p in _files(folder) if p.stat().st_size <= MAX_FILE_BYTES]
+    by_stem: dict[str, dict[str, Path]] = {}
+    for p in files:
+        if p.stem in REPRODUCTIONS and p.suffix.lower() in OWN_EXT:
+            by_stem.setdefault(p.stem, {}).setdefault(p.suffix.lower(), p)
+    owned = {p for group in by_stem.values() for p in group.values()}
+    sections: dict[object, list[Figure]] = {}
+    for name, rep in REPRODUCTIONS.items():
+        own = by_stem.get(name, {})
+        summary = _summary(own.get(".json"))
+        # one picture per figure: the PNG is lighter to send than the SVG
+        image = own.get(".png") or next((own[e] for e in sorted(IMAGE_EXT) if e in own), None)
+        sections.setdefault(rep.paper, []).append(Figure(
+            name=name, title=rep.title, source=rep.source, verdicts=_verdicts(summary),
+            paper_numbers=str(summary.get("paper") or ""), settings=_settings(summary), image=image,
+            table=own.get(".csv"), downloads=tuple(own[e] for e in (".csv", ".png", ".svg") if e in own),
+            recorded=bool(summary)))
+    papers = tuple(PaperSection(paper.authors, paper.title, tuple(figs)) for paper, figs in sections.items())
+    return Catalogue(papers, tuple(p for p in files if p not in owned))
+
+
+def preview(path: Path, others: tuple[Path, ...] = ()) -> str | None:
+    """How another file can be shown: "image", "table", "markdown", or None (listed by name only; an SVG
+    beside a PNG of the same figure is one picture already)."""
+    ext = path.suffix.lower()
+    if ext == ".svg" and any(o.parent == path.parent and o.stem == path.stem and o.suffix.lower() != ".svg"
+                             and o.suffix.lower() in IMAGE_EXT for o in others):
+        return None
+    if ext in IMAGE_EXT:
+        return "image"
+    return {".csv": "table", ".md": "markdown"}.get(ext) if ext in TABLE_EXT else None
+
+
+def display_number(text: str, digits: int = SIGNIFICANT) -> str:
+    """A CSV cell for reading: floats to `digits` significant digits (8.278×10⁻⁷ when very small or
+    large), whole counts as they are, text untouched."""
+    s = text.strip()
+    try:
+        int(s)
+        return s
+    except ValueError:
+        pass
+    try:
+        v = float(s)
+    except ValueError:
+        return text
+    if not math.isfinite(v):
+        return s
+    if v == 0:
+        return "0"
+    rounded = float(f"{v:.{digits}g}")
+    exponent = math.floor(math.log10(abs(rounded)))
+    if -4 <= exponent < 6:
+        if rounded.is_integer():
+            return str(int(rounded))
+        return f"{rounded:.{max(0, digits - 1 - exponent)}f}".rstrip("0").rstrip(".")
+    mantissa = f"{rounded / 10 ** exponent:.{digits - 1}f}".rstrip("0").rstrip(".")
+    return f"{mantissa}×10{str(exponent).translate(SUPERSCRIPT)}"
+
+
+def display_table(path: Path, max_rows: int = MAX_ROWS) -> tuple[list[str], list[list[str]], int]:
+    """(header, rows, rows left out): column names with spaces for underscores, cells by display_number."""
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows:
+        return [], [], 0
+    header = [h.replace("_", " ") for h in rows[0]]
+    body = [[display_number(c) for c in r] for r in rows[1:max_rows + 1]]
+    return header, body, max(0, len(rows) - 1 - max_rows)
