@@ -13,6 +13,7 @@ noise, not the sampler, sets the error.
 from __future__ import annotations
 
 import copy
+import csv
 import io
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -177,11 +178,12 @@ def _batch_se(series: np.ndarray, var_one: float, batches: int = 10) -> tuple[fl
 
 
 def ladder_csv(results: list[LadderResult]) -> str:
-    """One row per (sampler, ε), full precision."""
+    """One row per (sampler, ε), full precision (titles quoted: an edited sampler's has commas)."""
     out = io.StringIO()
-    out.write("sampler,eps,kl,kl_noise,m2_error,m2_se,exact_m2,steps,diverged\n")
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(["sampler", "eps", "kl", "kl_noise", "m2_error", "m2_se", "exact_m2", "steps", "diverged"])
     for r in results:
         for p in r.points:
-            out.write(f"{r.title},{p.eps!r},{p.kl!r},{p.kl_noise!r},{p.m2_error!r},{p.m2_se!r},{r.exact_m2!r},"
-                      f"{p.steps},{p.diverged}\n")
+            w.writerow([r.title, repr(p.eps), repr(p.kl), repr(p.kl_noise), repr(p.m2_error), repr(p.m2_se),
+                        repr(r.exact_m2), p.steps, p.diverged])
     return out.getvalue()

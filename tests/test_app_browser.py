@@ -594,3 +594,18 @@ def test_lessons_5_and_8_embed_the_ladder(browser, server):
         page.goto(server.url + f"?tab=lessons&lesson={slug}", timeout=120000)
         page.locator(".lesson-ladder .ladder-run").first.wait_for(timeout=60000)
     page.close()
+
+
+def test_the_residual_map_is_zero_for_a_recipe_and_not_for_its_naive_variant(lab):
+    p = lab("?pot=double-well&s=sgrhmc")
+    page = p.page
+    caption = page.locator(".residual-map-caption").first
+    wait_text(caption, "zero everywhere")
+    assert page.locator("[data-residual-map='ok']").count() == 1
+    assert len(bokeh_data(page, "residual-current", "xs")) > 10        # the current circulates
+    page.locator(".naive-switch .bk-knob").first.click()
+    wait_text(caption, "mass is created")
+    assert page.locator("[data-residual-map='bad']").count() == 1
+    page.locator(".residual-map").first.scroll_into_view_if_needed()
+    p.shot("residual-map-naive", full=False)
+    assert not p.errors, p.errors

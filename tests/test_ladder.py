@@ -60,3 +60,8 @@ def test_cancel_stops_promptly_with_the_points_done_so_far_and_csv():
     text = ladder_csv([r])
     assert text.count("\n") == 3 and text.startswith("sampler,eps,kl")
     assert np.all(np.diff(r.eps) < 0)
+    r.title = "A: naive SGRHMC (Γ restored, D, Q edited)"      # commas in a title stay in one column
+    import csv
+    import io
+    rows = list(csv.reader(io.StringIO(ladder_csv([r]))))
+    assert {len(row) for row in rows} == {9} and rows[1][0] == r.title

@@ -21,6 +21,7 @@ from .frame_loop import FrameLoop
 from .ladder import LadderView
 from .plots import RUN_COLORS, KLHistory, RunPlots, _fmt
 from .recipe_editor import RecipeEditor
+from .residual_map import ResidualMapView
 
 # Panel renders each component in its own shadow root: these rules go on the component whose shadow root
 # holds the elements they style (the lab's flex box holds the controls' and main column's hosts)
@@ -142,7 +143,12 @@ class LabView(Viewer):
         self.main.append(pn.Card(self.ladder, title="Bias against step size: does the error vanish as ε → 0?",
                                  sizing_mode="stretch_width", collapsed=True, css_classes=["ladder-card"]))
         self.editor = RecipeEditor(lab)
-        self.recipe_card = pn.Card(self.editor, title="Recipe (H, D, Q) of sampler A — edit D and Q",
+        self.residual_map = ResidualMapView(lab, schedule=self.loop.with_lock)
+        recipe = pn.FlexBox(pn.Column(self.editor, sizing_mode="stretch_width",
+                                      styles={"flex": "1 1 480px", "min-width": "0"}),
+                            self.residual_map, flex_wrap="wrap", sizing_mode="stretch_width")
+        self.recipe_card = pn.Card(recipe, title="Recipe (H, D, Q) of sampler A — edit D and Q, and see where "
+                                                 "the dynamics break stationarity",
                                    sizing_mode="stretch_width", collapsed=False, css_classes=["recipe-card"])
         self.main.append(self.recipe_card)
 

@@ -54,7 +54,8 @@ class LadderView(Viewer):
             "with as many samples. PNG: the save tool of each plot.</div>", sizing_mode="stretch_width",
             margin=(0, 10))
         self.body = pn.Column(
-            pn.Row(self.run, self.stop, self.bar, self.download, sizing_mode="stretch_width"), self.status, caption,
+            pn.FlexBox(self.run, self.stop, self.bar, self.download, flex_wrap="wrap", sizing_mode="stretch_width"),
+            self.status, caption,
             pn.FlexBox(*[pn.pane.Bokeh(f, sizing_mode="stretch_width", styles={"flex": "1 1 300px", "min-width": "0"})
                          for f in self.figs], flex_wrap="wrap", sizing_mode="stretch_width"),
             sizing_mode="stretch_width", css_classes=["ladder-view"])

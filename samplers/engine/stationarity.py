@@ -26,6 +26,8 @@ class Residual:
     relative: float           # sum |R| / sum of the magnitudes of its terms, all weighted by p
     names: list
     axes: list | None = None  # grid axes when the points form a grid (state dimension <= 2)
+    current: np.ndarray | None = None   # (P, n) probability current J = f p - div(D p) at p = exp(-H)
+    p: np.ndarray | None = None         # (P,) exp(-H), max 1
 
     def ok(self, tol: float = 1e-4) -> bool:
         return self.relative < tol
@@ -49,15 +51,19 @@ def _points(box, n_grid, n_random, seed):
 
 
 def stationarity_residual(recipe: Recipe, potential, n_grid: int = 201, n_random: int = 20000,
-                          seed: int = 0, delta: float = 1e-4) -> Residual:
-    """R = d_t p at p = exp(-H) for the recipe's drift (with its dropped terms) and diffusion.
+                          seed: int = 0, delta: float = 1e-4, points=None) -> Residual:
+    """R = d_t p at p = exp(-H) for the recipe's drift (with its dropped terms) and diffusion, and the
+    probability current J (d_t p = -div J; for a recipe J = p (-Q grad H + div Q), divergence-free).
 
-    Evaluated on a grid over the state box for state dimension <= 2, else at n_random
-    uniform points of the box.
+    Evaluated at `points` if given, else on a grid over the state box for state dimension <= 2, else at
+    n_random uniform points of the box.
     """
     if recipe.dim != potential.dim:
         raise ValueError("recipe and potential have different dimensions")
-    z, axes = _points(state_box(recipe, potential), n_grid, n_random, seed)
+    if points is not None:
+        z, axes = np.asarray(points, float), None
+    else:
+        z, axes = _points(state_box(recipe, potential), n_grid, n_random, seed)
     n = recipe.n
 
     def at(zz):
@@ -90,7 +96,48 @@ def stationarity_residual(recipe: Recipe, potential, n_grid: int = 201, n_random
     field = p * terms.sum(0)
     scale = (p * np.abs(terms).sum(0)).sum()
     rel = float(np.abs(field).sum() / scale) if scale > 0 else 0.0
-    return Residual(z, field, rel, [str(s) for s in recipe.sym.z], axes)
+    # J_i / p = f_i - sum_j d_j D_ij + sum_j D_ij d_j H
+    current = p[:, None] * (f - np.einsum("pijj->pi", dD) + np.einsum("pij,pj->pi", D, gh))
+    return Residual(z, field, rel, [str(s) for s in recipe.sym.z], axes, current, p)
+
+
+@dataclass
+class ResidualMap:
+    """d_t p at p = exp(-H) and the current J on a grid of two state coordinates (the others fixed)."""
+    names: tuple                # the plotted coordinates' names
+    axes: tuple                 # their grid axes
+    field: np.ndarray           # (nx, ny), normalised so that max p = 1 on the grid
+    current: tuple              # (Jx, Jy), each (nx, ny)
+    p: np.ndarray               # (nx, ny)
+    relative: float             # as Residual.relative, over the grid
+    fixed: dict                 # the other coordinates and the values they are held at
+
+
+def residual_map(recipe: Recipe, potential, n_grid: int = 61) -> ResidualMap:
+    """The residual field and current over the first two state coordinates: (theta, r) for a 1-D target
+    with momentum, (theta_1, theta_2) for a 2-D one (momentum at 0, a thermostat at the middle of its box);
+    a one-variable state gives a single row (its second axis is empty)."""
+    box = state_box(recipe, potential)
+    names = [str(s) for s in recipe.sym.z]
+    shown = list(range(min(2, recipe.n)))
+    axes = [np.linspace(*box[k], n_grid) for k in shown]
+    fixed = {}
+    base = np.zeros(recipe.n)
+    for k in range(len(shown), recipe.n):
+        lo, hi = box[k]
+        base[k] = 0.0 if lo <= 0.0 <= hi else (lo + hi) / 2
+        fixed[names[k]] = float(base[k])
+    mesh = np.meshgrid(*axes, indexing="ij")
+    z = np.tile(base, (mesh[0].size, 1))
+    for k, m in zip(shown, mesh):
+        z[:, k] = m.ravel()
+    res = stationarity_residual(recipe, potential, points=z)
+    shape = mesh[0].shape
+    cur = tuple(res.current[:, k].reshape(shape) for k in shown)
+    if len(shown) == 1:
+        axes.append(np.array([]))
+    return ResidualMap(tuple(names[k] for k in shown), tuple(axes), res.field.reshape(shape), cur,
+                       res.p.reshape(shape), res.relative, fixed)
 
 
 def _second_difference(fn, z, i, j, d):
