@@ -1,4 +1,4 @@
-"""HMC and quasi-Newton HMC (seed 002): the dynamics as recipes, BFGS, and statistical checks.
+"""HMC and quasi-Newton HMC (Fu, Luo & Zhang 2016): the dynamics as recipes, BFGS, and statistical checks.
 
 Statistical tests use many chains and a fixed seed; tolerances are standard errors from the ESS
 of the statistic (chains x steps), never fitted to the observed result.

@@ -110,7 +110,7 @@ def test_stationarity_residual(name, potential, make_sampler):
 
 
 def test_thermostat_erratum_settled_by_the_drift():
-    """Erratum 2: with Q_{r,xi} = r/d, only H with (d/2)(xi - A)^2 gives Eq. (15)'s dynamics
+    """Errata E2: with Q_{r,xi} = r/d, only H with (d/2)(xi - A)^2 gives Eq. (15)'s dynamics
     (r' = -grad U - xi r, xi' = r.r/d - 1); the printed 1/(2d) gives another sampler."""
     d, A = 2, sympy.Integer(1)
     sym = StateSymbols.make(d, ["r_1", "r_2", "xi"])
