@@ -1,4 +1,4 @@
-"""QNHMC against HMC on the QNHMC paper's 100-d Gaussian (seed 002, §5.1, Table 1, Fig. 1).
+"""QNHMC against HMC on the QNHMC paper's 100-d Gaussian (Fu, Luo & Zhang 2016, §5.1, Table 1, Fig. 1).
 
 Target N(0, 11^T + 4I), eps = 0.01, L = 10 for both samplers, so both spend L + 1 gradient
 evaluations per proposal and equal proposal counts are equal gradient budgets. All chains start

@@ -1,4 +1,4 @@
-"""SCIR against SGRLD on the SCIR paper's Dirichlet posteriors (seed 004, §2.2, Fig. 2).
+"""SCIR against SGRLD on the SCIR paper's Dirichlet posteriors (Baker, Fearnhead, Fox & Nemeth 2018, §2.2, Fig. 2).
 
 For each minibatch size, each sampler runs at every step size of a small grid (h for SCIR, eps for
 SGRLD); the score is the KS distance of each Rosenblatt coordinate of omega from Uniform(0, 1),

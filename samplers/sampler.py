@@ -124,7 +124,7 @@ class Sampler:
     def __getitem__(self, key):
         return self.params[key]
 
-    # the metric constant of SGRLD/SGRHMC: by default U + C = 0.5 at the mode (seeds README, erratum 3)
+    # the metric constant of SGRLD/SGRHMC: by default U + C = 0.5 at the mode (docs/errata.md, E3)
     @property
     def metric_C(self) -> float:
         c = self.params.get("metric_C")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from app.model.config import LabConfig
-from app.model.content import list_assets, list_lessons
+from app.model.content import ERRATA_SLUG, errata_page, list_assets, list_lessons
 from app.model.exports import file_name, samples_csv, samples_npz
 from app.model.lab import Lab, droppable_term
 from app.model.live_run import KeptSamples, LiveRun
@@ -265,6 +265,20 @@ def test_front_matter_and_demo_links(tmp_path):
     for lesson in list_lessons():            # the repository's own lessons all open a working lab
         upd, errors = from_query(parse_search(demo_query(lesson.demo)))
         assert not errors, (lesson.slug, errors)
+
+
+def test_the_errata_page_follows_the_lessons_and_their_links_reach_it(tmp_path):
+    """docs/errata.md is a page of the Lessons section, without demo or checks; the lessons' links to it
+    (`../docs/errata.md#e1`) and its links back (`../lessons/08-sgrhmc.md`) open pages of that section."""
+    page = errata_page()
+    assert page is not None and page.slug == ERRATA_SLUG and page.title.startswith("Errata")
+    assert demo_query(page.demo) == "" and page.checks == [] and page.segments() == [("markdown", page.body)]
+    assert '<a id="e1"></a>' in page.body and ERRATA_SLUG not in {lesson.slug for lesson in list_lessons()}
+    assert errata_page(tmp_path / "missing.md") is None
+    from app.views.lessons import _markdown
+    text = _markdown("[errata E1](../docs/errata.md#e1), [lesson 8](../lessons/08-sgrhmc.md), [next](03-b.md#x)").object
+    assert text == ("[errata E1](?tab=lessons&lesson=errata), [lesson 8](?tab=lessons&lesson=08-sgrhmc), "
+                    "[next](?tab=lessons&lesson=03-b)")
 
 
 def test_paper_figures_show_one_picture_per_figure(tmp_path):

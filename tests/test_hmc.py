@@ -1,4 +1,4 @@
-"""HMC and quasi-Newton HMC (seed 002): the dynamics as recipes, BFGS, and statistical checks.
+"""HMC and quasi-Newton HMC (Fu, Luo & Zhang 2016): the dynamics as recipes, BFGS, and statistical checks.
 
 Statistical tests use many chains and a fixed seed; tolerances are standard errors from the ESS
 of the statistic (chains x steps), never fitted to the observed result.
@@ -238,6 +238,22 @@ def test_acceptance_and_gradient_counts():
         sampler("qnhmc", "gaussian-100d", memory=7, update="sr1")
     with pytest.raises(SamplerError, match="update must be one of auto, sr1, bfgs"):
         sampler("qnhmc", "gaussian", update="dfp")
+
+
+def test_metropolis_test_accepts_with_probability_min_1_exp_h0_minus_h1():
+    """Errata E4: a proposal that lowers H is always accepted, one that raises it by dH with probability
+    e^-dH (the algorithm boxes of the QNHMC paper print exp(E1 - E0), which favours the rises)."""
+    s = sampler("hmc", "double-well", eps=0.4, L=3)
+    rng = np.random.default_rng(0)
+    z = s.init_state(40000, rng)
+    _, info = s.step(z, rng, 1)
+    dh, acc = info.energy_error, info.accepted
+    assert (dh < 0).sum() > 1000 and (dh > 0.1).sum() > 1000
+    assert acc[dh < 0].all()
+    up = dh > 0
+    p = np.exp(-dh[up])
+    se = np.sqrt((p * (1 - p)).sum()) / up.sum()
+    assert abs(acc[up].mean() - p.mean()) < 4 * se, (acc[up].mean(), p.mean(), se)
 
 
 def test_burn_in_length():

@@ -110,7 +110,7 @@ def test_stationarity_residual(name, potential, make_sampler):
 
 
 def test_thermostat_erratum_settled_by_the_drift():
-    """Erratum 2: with Q_{r,xi} = r/d, only H with (d/2)(xi - A)^2 gives Eq. (15)'s dynamics
+    """Errata E2: with Q_{r,xi} = r/d, only H with (d/2)(xi - A)^2 gives Eq. (15)'s dynamics
     (r' = -grad U - xi r, xi' = r.r/d - 1); the printed 1/(2d) gives another sampler."""
     d, A = 2, sympy.Integer(1)
     sym = StateSymbols.make(d, ["r_1", "r_2", "xi"])
@@ -129,6 +129,36 @@ def test_thermostat_erratum_settled_by_the_drift():
     wrong = drift((xi - A) ** 2 / (2 * d))
     assert all(sympy.simplify(a - b) == 0 for a, b in zip(right, eq15))
     assert any(sympy.simplify(a - b) != 0 for a, b in zip(wrong, eq15))
+
+
+def test_sgrhmc_momentum_drift_has_algorithm_1s_signs():
+    """Errata E1: the momentum row of gSGRHMC's recipe is Algorithm 1's
+    -G^-1/2 grad U + grad(G^-1/2) - G^-1 r, not Eq. (17)'s -G^-1/2 grad U - grad(G^-1/2) + G^-1 r."""
+    s = build_sampler("sgrhmc", get_potential("gaussian"), None)
+    sym = s.recipe.sym
+    f_r = sympy.lambdify([sym.u, *sym.g, *sym.aux], s.recipe.drift_exprs()[1], "numpy")
+    rng = np.random.default_rng(0)
+    u, g, r = rng.uniform(0, 4, 50), rng.normal(size=50), rng.normal(size=50)
+    w = u + s.metric_C
+    half, ginv = np.sqrt(1.5) * w ** 0.25, 1.5 * np.sqrt(w)          # G^-1/2 and G^-1
+    gamma = np.sqrt(1.5) / 4 * w ** -0.75 * g                         # d(G^-1/2)/d theta
+    np.testing.assert_allclose(f_r(u, g, r), -half * g + gamma - ginv * r, rtol=1e-12)
+    assert np.abs(f_r(u, g, r) - (-half * g - gamma + ginv * r)).max() > 1.0   # the printed Eq. (17)
+
+
+def test_default_metric_constant_keeps_u_plus_c_at_least_one_half():
+    """Errata E3: G^-1 = 1.5 sqrt|U + C| (Supplement F.1) with the paper's C = 0.5 makes U + C change sign on
+    the double well (min U = -1), where Gamma ~ |U + C|^-1/2 (SGRLD) or |U + C|^-3/4 (SGRHMC) is singular.
+    The default C = 0.5 - min U is the paper's 0.5 when min U = 0 and keeps U + C >= 0.5 everywhere."""
+    theta = np.linspace(-3, 3, 6001)[:, None]
+    for potential, c in (("gaussian", 0.5), ("banana", 0.5), ("double-well", 1.5)):
+        pot = get_potential(potential)
+        for name in ("sgrld", "sgrhmc"):
+            assert build_sampler(name, pot, None).metric_C == c
+        if pot.dim == 1:
+            assert (pot.U(theta) + c).min() >= 0.5 - 1e-9
+    u = get_potential("double-well").U(theta)
+    assert (u + 0.5).min() < 0 < (u + 0.5).max()       # the paper's C = 0.5 crosses zero near the modes
 
 
 def test_residual_catches_a_dropped_gamma_for_state_dependent_diffusion():

@@ -1,4 +1,4 @@
-"""SCIR and SGRLD on the positive line and the simplex (SCIR paper, seed 004), checked against exact laws.
+"""SCIR and SGRLD on the positive line and the simplex (Baker et al. 2018), checked against exact laws.
 
 Statistical tests use many independent chains and a fixed seed; tolerances come from the Monte
 Carlo error of the estimate (standard errors, or the Kolmogorov distribution of a KS statistic),
@@ -46,7 +46,7 @@ def steps_from(s, theta0, chains, steps, seed):
 
 # -- the exact CIR transition -----------------------------------------------------------------
 def cir_law(a, theta0, t):
-    """Law of the CIR process (Eq. 2.1) after time t from theta0 (seeds erratum 6), as scipy's ncx2."""
+    """Law of the CIR process (Eq. 2.1) after time t from theta0 (Eq. 2.2; docs/errata.md, E6), as scipy's ncx2."""
     c = 1.0 / (1.0 - np.exp(-t))
     return stats.ncx2(2 * a, 2 * c * theta0 * np.exp(-t), scale=1.0 / (2 * c))
 

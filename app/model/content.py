@@ -1,12 +1,15 @@
-"""Files behind the Lessons and Paper figures sections: lessons/*.md with front matter, assets/*."""
+"""Files behind the Lessons and Paper figures sections: lessons/*.md with front matter, docs/errata.md
+(shown after the lessons), assets/*."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from lessons import load_lessons
+from lessons import Lesson, load_lessons
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS_DIR = ROOT / "lessons"
+ERRATA = ROOT / "docs" / "errata.md"
+ERRATA_SLUG = "errata"     # its key in the Lessons section (?tab=lessons&lesson=errata)
 ASSETS_DIR = ROOT / "assets"
 IMAGE_EXT = {".png", ".jpg", ".jpeg", ".gif", ".svg"}
 TABLE_EXT = {".csv", ".md"}
@@ -16,6 +19,18 @@ MAX_FILE_BYTES = 2_000_000
 def list_lessons(folder: Path = LESSONS_DIR) -> list:
     """The course's pages, parsed by the lessons package; a malformed page is left out, not fatal."""
     return load_lessons(folder, strict=False)
+
+
+def errata_page(path: Path = ERRATA) -> Lesson | None:
+    """docs/errata.md as a page of the Lessons section (the lessons link to it): no front matter, no demo,
+    no checks; its title is its first heading. None if the file is missing or unreadable."""
+    try:
+        body = Path(path).read_text(encoding="utf-8")
+    except OSError:
+        return None
+    title = next((line[2:].strip() for line in body.splitlines() if line.startswith("# ")), "Errata")
+    return Lesson(ERRATA_SLUG, Path(path), title, 1000, "Errors in the sources, their corrections and the tests "
+                  "that prove them.", "", [], body)
 
 
 def list_assets(folder: Path = ASSETS_DIR) -> tuple[list[Path], list[Path]]:

@@ -1,4 +1,4 @@
-"""Lesson 07, thermostats: SGNHT's equipartition and its thermostat energy (erratum 2)."""
+"""Lesson 07, thermostats: SGNHT's equipartition and its thermostat energy (docs/errata.md, E2)."""
 from __future__ import annotations
 
 import copy
@@ -41,7 +41,7 @@ def thermostat_equipartition(quick: bool = False) -> CheckResult:
 
 
 def sgnht_thermostat_energy(quick: bool = False) -> CheckResult:
-    """Erratum 2: SGNHT's dynamics (Eq. 15: r' = -grad U - xi r + noise, xi' = r.r/d - 1) with
+    """Errata E2 (docs/errata.md): SGNHT's dynamics (Eq. 15: r' = -grad U - xi r + noise, xi' = r.r/d - 1) with
     Q_{r,xi} = r/d leave exp(-H) invariant only if the thermostat energy in H is (d/2)(xi - A)^2.
     Symbolically, the recipe built with the printed (xi - A)^2/(2d) has a different drift; and the
     Fokker-Planck residual of Eq. (15)'s drift at exp(-H) vanishes for (d/2)(xi - A)^2 only.

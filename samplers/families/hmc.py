@@ -1,5 +1,5 @@
 """Hamiltonian Monte Carlo: L leapfrog steps and a Metropolis test per proposal, vectorised over chains
-(QNHMC paper, seed 002, Algorithm 1; Neal 2011), acceptance min{1, exp(H0 - H1)} (seeds erratum 4).
+(Fu, Luo & Zhang 2016, Algorithm 1; Neal 2011), acceptance min{1, exp(H0 - H1)} (docs/errata.md, E4).
 
 In the recipe HMC is D = 0, Q = [[0, -I], [I, 0]]; leapfrog, not the engine's Euler step, is the
 integrator it is defined with, so `LeapfrogRecipe` steps any D = 0 recipe whose Q couples theta and p
@@ -157,9 +157,9 @@ CHOICES = dict(metropolis=("on", "off"))
 
 HMC = SamplerSpec(
     name="hmc", title="HMC",
-    source="QNHMC paper (seed 002) Algorithm 1 / Eq. (3) (Neal 2011); acceptance min{1, exp(H0 − H1)}",
+    source="Fu, Luo & Zhang (2016) Algorithm 1 / Eq. (3) (Neal 2011); acceptance min{1, exp(H0 − H1)}",
     doc="Hamiltonian Monte Carlo: p ~ N(0, M), L leapfrog steps of θ̇ = M⁻¹p, ṗ = −∇U, then accept with "
-    "probability min{1, exp(H₀ − H₁)}, H = U + pᵀp/2M evaluated with the exact U (seeds erratum 4). One step "
+    "probability min{1, exp(H₀ − H₁)}, H = U + pᵀp/2M evaluated with the exact U (errata E4). One step "
     "is one proposal. In the recipe: D = 0, Q = [[0, −I], [I, 0]]. With a noisy gradient oracle the leapfrog "
     "map stays volume preserving and reversible in law, so the test with the exact U keeps it exact. "
     "Each proposal reports its acceptances in its StepInfo; runs keep the acceptance rate.",

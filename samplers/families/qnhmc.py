@@ -1,12 +1,12 @@
 """Quasi-Newton HMC (Fu, Luo & Zhang), correct and naive: HMC's proposal (hmc.py) with a curvature
 memory B in the state.
 
-* ``qnhmc``: seed 002, Algorithm 2. The dynamics are Eq. (7), theta' = C M^-1 p, p' = -C grad U,
+* ``qnhmc``: Fu, Luo & Zhang (2016), Algorithm 2. The dynamics are Eq. (7), theta' = C M^-1 p, p' = -C grad U,
   with C = B frozen for the whole proposal. B, an approximation of the inverse Hessian, is updated
   by BFGS (Eq. 1) from the leapfrog's (s, y) pairs (SR1 by default for a dense B, see below); on
   rejection it is reset to C (line 22).
   In the recipe this is D = 0, Q = [[0, -C], [C, 0]]: Theorem 3 is Theorem 1 of the recipe paper.
-* ``qnhmc-naive``: seed 002, Eq. (4), p' = -B grad U with the position update left unscaled.
+* ``qnhmc-naive``: Fu, Luo & Zhang (2016), Eq. (4), p' = -B grad U with the position update left unscaled.
   Its flow does not conserve H (dH/dt = p^T M^-1 (I - B) grad U), so exp(-H) is not invariant
   (Corollary 1). Without the Metropolis test (its default) it samples the wrong law.
 
@@ -295,7 +295,7 @@ QN_DOC = ("B is refreshed from the L (s, y) pairs of the leapfrog's consecutive 
           "none = learn for ever (Algorithm 2 as printed), which tracks the local curvature and biases a non-Gaussian "
           "target.")
 QNHMC = SamplerSpec(
-    name="qnhmc", title="QNHMC", source="QNHMC paper (seed 002) Algorithm 2 with the dynamics of Eq. (7) (Theorem 3)",
+    name="qnhmc", title="QNHMC", source="Fu, Luo & Zhang (2016) Algorithm 2 with the dynamics of Eq. (7) (Theorem 3)",
     doc="Quasi-Newton HMC: θ̇ = C M⁻¹p, ṗ = −C∇U with C = B frozen during a proposal, leapfrog and a "
     "Metropolis test min{1, exp(H₀ − H₁)}. In the recipe: D = 0, Q = [[0, −C], [C, 0]]. " + QN_DOC,
     defaults=dict(COMMON, memory=None, B0=None, adapt=ADAPT, update="auto"), layout=qn_layout, recipe=qn_recipe,
@@ -303,7 +303,7 @@ QNHMC = SamplerSpec(
     exact=True)
 
 QNHMC_NAIVE = SamplerSpec(
-    name="qnhmc-naive", title="naive QNHMC", source="QNHMC paper (seed 002) Eq. (4) (Theorem 1 / Corollary 1)",
+    name="qnhmc-naive", title="naive QNHMC", source="Fu, Luo & Zhang (2016) Eq. (4) (Theorem 1 / Corollary 1)",
     doc="HMC with ∇U replaced by B∇U and the position update left alone: θ̇ = M⁻¹p, ṗ = −B∇U. Its flow does not "
     "conserve H (dH/dt = pᵀM⁻¹(I − B)∇U), so exp(−H) is not invariant. Runs without the Metropolis test by "
     "default (the dynamics the paper's Corollary 1 is about); metropolis=on repairs it, because the frozen-B "

@@ -62,7 +62,7 @@ def sghmc_fast(s, z, rng, t):
 
 
 def _sghmc_splitting(s, theta, r, rng, eps, C, friction, M):
-    """Symmetric splitting A(h/2) B(h/2) O(h) B(h/2) A(h/2) (notes 003; Chen, Ding & Carin 2015)."""
+    """Symmetric splitting A(h/2) B(h/2) O(h) B(h/2) A(h/2) (Oono 2016, lecture notes; Chen, Ding & Carin 2015)."""
     damp = np.exp(-friction * eps / (2 * M))
     theta = theta + 0.5 * eps * r / M
     r = r * damp

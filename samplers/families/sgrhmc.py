@@ -49,7 +49,7 @@ def sgrhmc_fast(s, z, rng, t):
 
 SGRHMC_PARAMS = dict(eps=0.02, metric_D=1.5, metric_C=None, Bhat=0.0, resample_every=0)
 SGRHMC = SamplerSpec(
-    name="sgrhmc", title="gSGRHMC", source="recipe paper Eq. (17) / Algorithm 1 (seeds erratum 1: Algorithm 1's signs)",
+    name="sgrhmc", title="gSGRHMC", source="recipe paper Eq. (17) / Algorithm 1 (with Algorithm 1's signs: errata E1)",
     doc="Generalised stochastic gradient Riemann HMC: D = diag(0, G⁻¹), Q = [[0, −G^{-1/2}], [G^{-1/2}, 0]] with "
     "G⁻¹ = metric_D·sqrt|U + metric_C| (Supplement F.1); Γ_r = ∇_θ G^{-1/2}. metric_C defaults to 0.5 − min U "
     "(the paper's 0.5 for U ≥ 0; for the double well the paper's C = 0.5 makes G singular near the modes).",

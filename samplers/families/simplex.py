@@ -1,10 +1,10 @@
-"""Samplers for the positive line and the probability simplex (Baker, Fearnhead, Fox & Nemeth 2018, seed 004).
+"""Samplers for the positive line and the probability simplex (Baker, Fearnhead, Fox & Nemeth 2018).
 
 Both samplers follow the CIR diffusion d theta = (a - theta) dt + sqrt(2 theta) dW of Eq. (2.1), whose
 stationary law is Gamma(a, 1); in the recipe it is z = theta, H = U, D = diag(theta), Q = 0
 (`cir_recipe`). They differ in how they move along it:
 
-* ``scir`` draws the exact transition over a step h (Eq. 2.2, seeds erratum 6):
+* ``scir`` draws the exact transition over a step h (Eq. 2.2, docs/errata.md E6):
   theta' = W / (2c), c = 1 / (1 - e^{-h}), W ~ noncentral chi-square(df = 2 a-hat, nonc = 2 c theta e^{-h}),
   with a-hat = alpha + (N/n) sum_{i in S} z_i redrawn from a fresh minibatch every step (Eq. 2.3,
   Algorithm 1). No discretisation error, so no boundary bias (Theorem 3.1, Corollary 3.2).
@@ -64,7 +64,7 @@ def shape_estimate(s, chains, rng) -> np.ndarray:
 
 
 def cir_transition(theta, a, h, rng):
-    """The exact CIR transition over time h (seeds erratum 6): theta' = W / (2c), c = 1 / (1 - e^{-h}),
+    """The exact CIR transition over time h (Eq. 2.2; docs/errata.md, E6): theta' = W / (2c), c = 1 / (1 - e^{-h}),
     W ~ noncentral chi-square(df = 2a, noncentrality = 2 c theta e^{-h})."""
     c = -1.0 / np.expm1(-h)                         # 1 / (1 - e^{-h}), accurate for small h
     return rng.noncentral_chisquare(2.0 * a, 2.0 * c * theta * np.exp(-h)) / (2.0 * c)
@@ -121,7 +121,7 @@ def omega(s, z) -> np.ndarray:
 
 
 SCIR = SamplerSpec(
-    name="scir", title="SCIR", source="SCIR paper (seed 004) Eq. (2.2)-(2.3), Algorithm 1 (seeds erratum 6)",
+    name="scir", title="SCIR", source="Baker, Fearnhead, Fox & Nemeth (2018) Eq. (2.2)-(2.3), Algorithm 1 (errata E6)",
     doc="Stochastic Cox-Ingersoll-Ross: each coordinate moves by the exact CIR transition over a step h, "
     "θ' = W/(2c), c = 1/(1 − e^{−h}), W ~ χ²'(2â, 2cθe^{−h}), with â = α + (N/n)Σ_{i∈S} z_i from a fresh "
     "minibatch each step (--batch n; full data without). Stationary law Gamma(a, 1) per coordinate, and "
@@ -132,7 +132,7 @@ SCIR = SamplerSpec(
 
 SGRLD_SIMPLEX = SamplerSpec(
     name="sgrld-simplex", title="SGRLD (simplex)",
-    source="Patterson & Teh (2013), expanded-mean SGRLD, as compared in the SCIR paper (seed 004) §1.3",
+    source="Patterson & Teh (2013), expanded-mean SGRLD, as compared in Baker et al. (2018) §1.3",
     doc="SGRLD on the simplex, expanded-mean parameterisation with a mirrored gamma prior: "
     "θ ← |θ + (ε/2)(α − θ + (N/n)Σ_{i∈S}(z_i − ω)) + sqrt(εθ)·ξ|, ω = θ/Σθ, ξ ~ N(0, I): an Euler-Maruyama "
     "step (of size ε/2) of the diffusion SCIR simulates exactly, reflected at 0. Its discretisation error "

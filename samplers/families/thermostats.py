@@ -31,7 +31,8 @@ def _thermostat_recipe(s, multivariate: bool):
         coupling = r[i] if multivariate else r[i] / d
         Q[d + i, k], Q[k, d + i] = coupling, -coupling
     D = sympy.diag(zeros(d, d), A * eye(d), zeros(len(xi), len(xi)))
-    # erratum 2: with Q_{r,xi} = r/d the thermostat energy is (d/2)(xi - A)^2
+    # errata E2 (docs/errata.md): with Q_{r,xi} = r/d the thermostat energy is (d/2)(xi - A)^2, and with
+    # Q_{r_i,xi_i} = r_i (mSGNHT) it is sum_i (xi_i - A)^2 / 2
     thermo = sum((x - A) ** 2 for x in xi) / 2 if multivariate else Rational(d, 2) * (xi[0] - A) ** 2
     kinetic = sum(v ** 2 for v in r) / 2 + thermo
     xi_sd = 1.0 if multivariate else 1.0 / np.sqrt(d)
@@ -53,7 +54,7 @@ def _thermostat_fast(s, z, rng, multivariate: bool):
 
 
 def _msgnht_splitting(s, theta, r, xi, rng, eps, A):
-    """A(h/2) B(h/2) O(h) B(h/2) A(h/2) for mSGNHT (notes 003, with the erratum xi <- xi + ...)."""
+    """A(h/2) B(h/2) O(h) B(h/2) A(h/2) for mSGNHT (Oono 2016, lecture notes, corrected: errata E5)."""
     theta = theta + 0.5 * eps * r
     xi = xi + 0.5 * eps * (r ** 2 - 1.0)
     r = r * np.exp(-0.5 * eps * xi)
@@ -72,7 +73,7 @@ def _init_thermostat(s, chains, rng):
 
 SGNHT = SamplerSpec(
     name="sgnht", title="SGNHT",
-    source="recipe paper Eq. (15) (Ding et al. 2014), H with (d/2)(ξ − A)² (seeds erratum 2)",
+    source="recipe paper Eq. (15) (Ding et al. 2014), H with (d/2)(ξ − A)² (errata E2)",
     doc="Stochastic gradient Nosé–Hoover thermostat: z = (θ, r, ξ), one scalar ξ that drives rᵀr/d to 1. "
     "D = diag(0, A·I, 0), Q couples r and ξ through r/d; Γ_ξ = −1.",
     defaults=dict(eps=0.02, A=1.0, Bhat=0.0), layout=lambda d, p: {"momentum": names("r", d), "thermostat": ["xi"]},
@@ -80,9 +81,9 @@ SGNHT = SamplerSpec(
     init_aux=_init_thermostat, family="thermostat")
 
 MSGNHT = SamplerSpec(
-    name="msgnht", title="mSGNHT", source="notes 003, mSGNHT (Ding et al. 2014; Gan et al. 2015)",
+    name="msgnht", title="mSGNHT", source="Oono (2016) lecture notes, mSGNHT (Ding et al. 2014; Gan et al. 2015)",
     doc="Multivariate SGNHT: one thermostat ξ_i per coordinate, ξ̇_i = r_i² − 1; H with Σ(ξ_i − A)²/2. "
-    "integrator: euler or splitting (ABOBA, notes 003).",
+    "integrator: euler or splitting (ABOBA, Oono 2016; errata E5).",
     defaults=dict(eps=0.02, A=1.0, Bhat=0.0, integrator="euler"),
     layout=lambda d, p: {"momentum": names("r", d), "thermostat": names("xi", d)},
     recipe=lambda s: _thermostat_recipe(s, True), fast=lambda s, z, rng, t: _thermostat_fast(s, z, rng, True),

@@ -1,4 +1,4 @@
-"""SCIR paper (Baker, Fearnhead, Fox & Nemeth 2018, seed 004): Fig. 1 and Fig. 2.
+"""SCIR paper (Baker, Fearnhead, Fox & Nemeth 2018): Fig. 1 and Fig. 2.
 
 The sparse Dirichlet posterior (d = 10, N = 1000, counts 800/100/100/0…, α = 0.1; `sparse-dirichlet`)
 and the dense one (the 1000 observations spread equally; `dense-dirichlet`). The paper's protocol,

@@ -1,4 +1,4 @@
-"""Targets on the positive line and the probability simplex (SCIR paper, seed 004).
+"""Targets on the positive line and the probability simplex (Baker, Fearnhead, Fox & Nemeth 2018).
 
 * ``gamma:a`` -- Gamma(a, 1) on theta > 0, U(theta) = theta - (a - 1) log theta: the stationary law
   of the CIR process d theta = (a - theta) dt + sqrt(2 theta) dW (Eq. 2.1).
