@@ -608,4 +608,7 @@ def test_the_residual_map_is_zero_for_a_recipe_and_not_for_its_naive_variant(lab
     assert page.locator("[data-residual-map='bad']").count() == 1
     page.locator(".residual-map").first.scroll_into_view_if_needed()
     p.shot("residual-map-naive", full=False)
-    assert not p.errors, p.errors
+    # on a 2-D target naive SGRHMC's fault vanishes at r = 0: the map shows a plane where it does not
+    p2 = lab("?pot=banana&s=sgrhmc-naive")
+    wait_text(p2.page.locator(".residual-map-caption").first, "mass is created")
+    assert not p.errors + p2.errors

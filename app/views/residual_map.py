@@ -13,7 +13,7 @@ from bokeh.palettes import RdBu11
 from panel.viewable import Viewer
 from scipy.interpolate import RegularGridInterpolator
 
-from samplers.engine.stationarity import residual_map
+from samplers.engine.stationarity import map_planes, residual_map
 
 from ..model.lab import RESIDUAL_OK, Lab
 from .plots import _fig
@@ -95,7 +95,7 @@ class ResidualMapView(Viewer):
         self._key = key
         try:
             with np.errstate(all="ignore"):
-                m = residual_map(side.recipe, self.lab.potential, GRID)
+                m = self._telling_plane(side)
         except Exception as err:      # a user's D may be singular on the grid: say so, keep the page
             self.pane.visible = False
             self.caption.object = f"<i>No residual map: {html.escape(str(err))}</i>"
@@ -107,7 +107,8 @@ class ResidualMapView(Viewer):
             y = np.array([-0.5, 0.5])
             field = np.repeat(field.reshape(-1, 1), 2, axis=1)
         top = float(np.abs(field).max())
-        ok = m.relative < RESIDUAL_OK
+        # the verdict is the whole state's (the badge's number), not this slice's
+        ok = side.exact
         # a recipe's residual is round-off: a colour range of a tenth keeps its map white
         scale = top if not ok and top > 0 else 0.1
         self.mapper.update(low=-scale, high=scale)
@@ -128,9 +129,21 @@ class ResidualMapView(Viewer):
                    "(blue): e<sup>−H</sup> is not stationary</b>")
         self.caption.object = (
             f"<div style='font-size:13px'>{verdict}<br><span style='color:#444'>relative residual "
-            f"{m.relative:.1e}, largest |∂ₜp| {top:.2g} (p ≤ 1); lines: the probability current"
+            f"{m.relative:.1e} on this plane ({side.residual if side.residual is not None else float('nan'):.1e} over "
+            f"the whole state), largest |∂ₜp| {top:.2g} (p ≤ 1); lines: the probability current"
             f"{' (zero in this slice)' if not xs else ''}"
             f"{html.escape(f'; slice at {held}') if held else ''}</span></div>")
+
+    def _telling_plane(self, side):
+        """The first plane that shows a naive sampler's fault: on a slice (momentum at 0, say) a dropped
+        term can vanish, and a white map beside a red badge would say the opposite of the truth."""
+        first = None
+        for plane in map_planes(side.recipe):
+            m = residual_map(side.recipe, self.lab.potential, GRID, plane)
+            first = first or m
+            if side.exact or m.relative >= RESIDUAL_OK:
+                return m
+        return first
 
     def __panel__(self):
         return self.body

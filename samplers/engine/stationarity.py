@@ -113,20 +113,28 @@ class ResidualMap:
     fixed: dict                 # the other coordinates and the values they are held at
 
 
-def residual_map(recipe: Recipe, potential, n_grid: int = 61) -> ResidualMap:
-    """The residual field and current over the first two state coordinates: (theta, r) for a 1-D target
-    with momentum, (theta_1, theta_2) for a 2-D one (momentum at 0, a thermostat at the middle of its box);
-    a one-variable state gives a single row (its second axis is empty)."""
+def map_planes(recipe: Recipe) -> list[tuple[int, ...]]:
+    """The coordinate pairs a map can show: (theta_1, second coordinate) first, then theta_1 against each
+    auxiliary variable (a naive term can vanish on the first plane's slice, e.g. a dropped Gamma_r at r = 0)."""
+    if recipe.n == 1:
+        return [(0,)]
+    return [(0, 1)] + [(0, k) for k in range(recipe.dim, recipe.n) if k != 1]
+
+
+def residual_map(recipe: Recipe, potential, n_grid: int = 61, plane: tuple | None = None) -> ResidualMap:
+    """The residual field and current over two state coordinates (`plane`, default the first two:
+    (theta, r) for a 1-D target with momentum, (theta_1, theta_2) for a 2-D one), the others held at the
+    potential's starting point (theta) or the middle of their box (r = 0, a thermostat at A); a
+    one-variable state gives a single row (its second axis is empty)."""
     box = state_box(recipe, potential)
     names = [str(s) for s in recipe.sym.z]
-    shown = list(range(min(2, recipe.n)))
+    shown = list(plane or map_planes(recipe)[0])
     axes = [np.linspace(*box[k], n_grid) for k in shown]
-    fixed = {}
-    base = np.zeros(recipe.n)
-    for k in range(len(shown), recipe.n):
-        lo, hi = box[k]
-        base[k] = 0.0 if lo <= 0.0 <= hi else (lo + hi) / 2
-        fixed[names[k]] = float(base[k])
+    start = getattr(potential, "start", None)
+    base = np.array([(lo + hi) / 2 for lo, hi in box])
+    if start is not None:
+        base[: recipe.dim] = np.asarray(start, float)[: recipe.dim]
+    fixed = {names[k]: float(base[k]) for k in range(recipe.n) if k not in shown}
     mesh = np.meshgrid(*axes, indexing="ij")
     z = np.tile(base, (mesh[0].size, 1))
     for k, m in zip(shown, mesh):
