@@ -30,21 +30,30 @@ def gaussian() -> Potential:
 
 def double_well() -> Potential:
     return Potential(
-        "double-well", 1, lambda t: t[:, 0] ** 4 - 2 * t[:, 0] ** 2,
-        lambda t: 4 * t ** 3 - 4 * t, ((-3.0, 3.0),),
+        # products, not powers: numpy's x**3 calls pow() per element, 20x slower, and this gradient was
+        # 40 % of a live frame's cost on the double well
+        "double-well", 1, lambda t: (t[:, 0] * t[:, 0]) * (t[:, 0] * t[:, 0] - 2),
+        lambda t: 4 * t * (t * t - 1), ((-3.0, 3.0),),
         description="two modes at ±1, U = θ⁴ − 2θ² (recipe paper Fig. 2 left; Chen et al. Fig. 1)",
         formula=r"U(\theta) = \theta^4 - 2\theta^2", known_u_min=-1.0, start=np.zeros(1))
 
 
 def banana() -> Potential:
+    # products, not powers (see double_well)
     def U(t):
         a, b = t[:, 0], t[:, 1]
-        return a ** 4 / 10 + (4 * (b + 1.2) - a ** 2) ** 2 / 2
+        a2 = a * a
+        s = 4 * (b + 1.2) - a2
+        return a2 * a2 / 10 + s * s / 2
 
     def grad(t):
         a, b = t[:, 0], t[:, 1]
-        s = 4 * (b + 1.2) - a ** 2
-        return np.stack([0.4 * a ** 3 - 2 * a * s, 4 * s], axis=1)
+        a2 = a * a
+        s = 4 * (b + 1.2) - a2
+        out = np.empty_like(t)
+        out[:, 0] = a * (0.4 * a2 - 2 * s)
+        out[:, 1] = 4 * s
+        return out
 
     return Potential(
         "banana", 2, U, grad, ((-4.0, 4.0), (-2.5, 3.5)),
