@@ -612,3 +612,23 @@ def test_the_residual_map_is_zero_for_a_recipe_and_not_for_its_naive_variant(lab
     p2 = lab("?pot=banana&s=sgrhmc-naive")
     wait_text(p2.page.locator(".residual-map-caption").first, "mass is created")
     assert not p.errors + p2.errors
+
+
+def test_a_lesson_demo_in_a_narrow_window_wraps_its_buttons_and_shows_the_speed_label(browser, server):
+    page = browser.new_page(viewport={"width": 480, "height": 800})
+    try:
+        page.goto(server.url + "?tab=lessons&lesson=05-sghmc", timeout=120000)
+        page.locator(".lesson-demo-start button").first.click()
+        label = page.locator(".lesson-demo-buttons .bk-slider-title").first
+        label.wait_for(timeout=60000)
+        # the header names the samplers by title, not by registry key
+        header = deep_text(page.locator(".lesson-demo-header").first)
+        assert "naive SGHMC" in header and "sghmc-naive" not in header
+        clipped = label.evaluate("el => el.scrollWidth > el.clientWidth + 1")
+        assert not clipped, deep_text(label)
+        row = page.locator(".lesson-demo-buttons").first.bounding_box()
+        assert row["x"] + row["width"] <= 480 + 1
+        assert page.evaluate("() => document.documentElement.scrollWidth") <= 480
+        page.locator(".lesson-live-demo").first.screenshot(path=str(ARTIFACTS / "lesson-demo-narrow.png"))
+    finally:
+        page.close()
