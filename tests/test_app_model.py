@@ -442,3 +442,15 @@ def test_the_lesson_demo_header_names_samplers_by_title():
     assert "naive form of SGRLD</b> beside <b>SGRLD" in text and "sgrld" not in text
     lab = Lab(cfg)
     assert "naive SGRLD (without Γ)</b> beside <b>SGRLD</b>" in describe(cfg, lab.sides)
+
+
+def test_the_a_vs_b_summary_gives_verdicts_and_a_ratio_only_once_histograms_accumulate():
+    pytest.importorskip("panel")
+    from app.views.lab import summary_html
+    lab = lab_for(potential="double-well", compare=True, sampler="sgrhmc-naive", sampler_b="sgrhmc", chains=200,
+                  burn=5)
+    before = summary_html(lab.sides, [r.metrics() for r in lab.runs])
+    assert "✗ naive" in before and "✓ exact" in before and "×" not in before and "burn-in" in before
+    lab.frame(20)
+    after = summary_html(lab.sides, [r.metrics() for r in lab.runs])
+    assert "that of" in after and "data-summary='kl-b'" in after

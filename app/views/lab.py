@@ -73,9 +73,13 @@ def summary_html(sides, metrics) -> str:
             f"<div class='ab-title'>{html.escape(side.label)}: {html.escape(side.title)} &nbsp;{verdict}</div>"
             f"<div class='ab-numbers'>KL <b data-summary='kl-{label}'>{_fmt(kl)}</b> &nbsp; "
             f"TV <b data-summary='tv-{label}'>{_fmt(tv)}</b></div></div>")
-    if len(metrics) == 2 and all(m.get("kl") for m in metrics) and min(m["kl"] for m in metrics) > 0:
+    if metrics and not all(m.get("accumulating") for m in metrics):
+        # before burn-in the numbers score the ensemble as it is now: a ratio would mean nothing yet
+        blocks.append("<div class='ab-ratio' style='align-self:center;color:#777'>the ensemble now; the histograms "
+                      "accumulate after burn-in</div>")
+    elif len(metrics) == 2 and all(m.get("kl") for m in metrics) and min(m["kl"] for m in metrics) > 0:
         a, b = metrics[0]["kl"], metrics[1]["kl"]
-        ratio = f"KL of A is {a / b:.3g}× that of B" if a >= b else f"KL of B is {b / a:.3g}× that of A"
+        ratio = f"KL of A is {a / b:.2g}× that of B" if a >= b else f"KL of B is {b / a:.2g}× that of A"
         blocks.append(f"<div class='ab-ratio' style='align-self:center;color:#444'>{ratio}</div>")
     return f"<div class='ab-row' style='display:flex;flex-wrap:wrap;gap:6px 16px'>{''.join(blocks)}</div>"
 
