@@ -7,12 +7,12 @@ from collections.abc import Callable
 
 import numpy as np
 import panel as pn
-from bokeh.models import ColumnDataSource, Legend, LegendItem
+from bokeh.models import ColumnDataSource, CustomJSTicker, Legend, LegendItem
 from panel.viewable import Viewer
 
 from ..model.lab import Lab
 from ..model.ladder import LadderJob
-from .plots import RUN_COLORS, _fig
+from .plots import LOG_TICKS_JS, RUN_COLORS, _fig
 
 POLL_MS = 250
 
@@ -66,6 +66,9 @@ class LadderView(Viewer):
             f = _fig(f"{label} against step size", 260, x_axis_type="log", y_axis_type="log", x_axis_label="ε",
                      y_axis_label=label)
             f.name = f"ladder-{key}"
+            # a decade of ε: Bokeh's LogTicker would label only one or two points of it
+            f.xaxis.ticker = CustomJSTicker(major_code=LOG_TICKS_JS)
+            f.yaxis.ticker = CustomJSTicker(major_code=LOG_TICKS_JS)
             items = []
             for side in ("A", "B"):
                 src = ColumnDataSource(dict(eps=[], y=[]), name=f"ladder-{key}-{side}")
