@@ -632,3 +632,19 @@ def test_a_lesson_demo_in_a_narrow_window_wraps_its_buttons_and_shows_the_speed_
         page.locator(".lesson-live-demo").first.screenshot(path=str(ARTIFACTS / "lesson-demo-narrow.png"))
     finally:
         page.close()
+
+
+def test_crafted_link_keys_show_as_plain_text_not_links_or_images(lab):
+    from urllib.parse import quote
+    evil = quote("[Session expired – log in again](http://evil.example/login)")
+    pixel = quote("![](http://evil.example/pixel.png)")
+    raw = quote("<img src=http://evil.example/raw.png>")
+    p = lab(f"?pot=gaussian&s=sgld&{evil}=1&{pixel}=1&{raw}=1")
+    page = p.page
+    msg = page.locator(".lab-message").first
+    text = wait_text(msg, "Session expired")
+    assert "](http" in text and "<img" in text                   # shown as written
+    assert msg.locator("a").count() == 0 and msg.locator("img").count() == 0
+    page.wait_for_timeout(500)
+    assert not p.external, p.external
+    assert not p.errors, p.errors

@@ -388,7 +388,7 @@ def test_a_frame_that_raises_pauses_the_lab_and_says_why():
     lab.frame = broken
     view.loop.tick()
     assert not lab.playing and lab.notice.kind is NoticeKind.FAILED and "boom" in lab.notice.message
-    assert view.alert.visible and view.alert.alert_type == "danger" and "boom" in view.alert.object
+    assert view.alert.visible and "#f8d7da" in view.alert.object and "boom" in view.alert.object   # danger
 
 
 def test_a_link_with_invalid_d_or_q_runs_the_registered_recipe_blocked_with_the_cells_named():
@@ -414,7 +414,7 @@ def test_a_link_with_invalid_d_or_q_runs_the_registered_recipe_blocked_with_the_
 def test_a_bad_sampler_parameter_in_a_link_is_dropped_with_a_message():
     upd, errors = from_query(parse_search("?s=sgld&a.eps=abc&a.C=1"))
     assert "params" not in upd
-    assert any("a.eps=abc" in e for e in errors) and any("a.C" in e for e in errors)
+    assert any("'a.eps'='abc'" in e for e in errors) and any("'a.C'" in e for e in errors)
     lab = Lab(LabConfig())
     apply_query(lab.config, parse_search("?pot=double-well&s=sgld&a.eps=abc"))
     assert lab.can_run and lab.config.params == {}
@@ -454,3 +454,15 @@ def test_the_a_vs_b_summary_gives_verdicts_and_a_ratio_only_once_histograms_accu
     lab.frame(20)
     after = summary_html(lab.sides, [r.metrics() for r in lab.runs])
     assert "that of" in after and "data-summary='kl-b'" in after
+
+
+def test_link_text_in_messages_is_quoted_cut_and_inert():
+    evil = "[Session expired – log in again](http://evil.example/login)" + "x" * 200
+    upd, errors = from_query({evil: "1", "pix": "![](http://evil.example/p.png)", "D": "[" * 1900 + "]" * 1900})
+    assert len(errors) == 3 and all(len(e) < 160 for e in errors)
+    assert any("nested too deeply" in e for e in errors)
+    pytest.importorskip("panel")
+    from app.model.reasons import Notice
+    from app.views.lab import notice_alert
+    shown = notice_alert(Notice(NoticeKind.LINK, "; ".join(errors)))["object"]
+    assert "<a" not in shown and "<img" not in shown and "&lt;" not in evil

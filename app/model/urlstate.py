@@ -90,6 +90,13 @@ def _cells(text: str):
     return [[str(c) for c in row] for row in cells]
 
 
+def quoted(text: str, limit: int = 40) -> str:
+    """A piece of a link as a message shows it: quoted, cut, control characters dropped (the views
+    escape it too; this keeps a crafted key from filling the page)."""
+    text = "".join(c for c in str(text) if c.isprintable())
+    return repr(text if len(text) <= limit else text[:limit] + "…")
+
+
 def from_query(query: dict[str, str]) -> tuple[dict, list[str]]:
     """Parameter updates for LabConfig from query items, and a message per item that was ignored."""
     sampler_names()   # loads every module that registers samplers
@@ -118,20 +125,21 @@ def from_query(query: dict[str, str]) -> tuple[dict, list[str]]:
             elif key.startswith("a.") or key.startswith("b."):
                 (params_a if key[0] == "a" else params_b)[key[2:]] = text.strip()
             elif key not in NAV_KEYS:
-                errors.append(f"unknown URL key '{key}'")
-        except (ValueError, TypeError) as err:
-            errors.append(f"URL {key}={text[:40]}: {err}")
+                errors.append(f"unknown URL key {quoted(key)}")
+        except (ValueError, TypeError, RecursionError) as err:   # json refuses deep nesting by recursing
+            why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
+            errors.append(f"URL {quoted(key)}={quoted(text)}: {why}")
     for side, params, sampler_key in (("a", params_a, "sampler"), ("b", params_b, "sampler_b")):
         sampler = upd.get(sampler_key, LabConfig.param[sampler_key].default)
         known = REGISTRY[sampler].defaults if sampler in REGISTRY else {}
         bad = [k for k in params if k not in known]
         for k in bad:
-            errors.append(f"URL {side}.{k}: {sampler} has no parameter '{k}'")
+            errors.append(f"URL key {quoted(side + '.' + k)}: {sampler} has no parameter {quoted(k)}")
             params.pop(k)
         for k in list(params):
             reason = validate_params(sampler, {k: params[k]})
             if reason:
-                errors.append(f"URL {side}.{k}={params.pop(k)[:40]}: {reason}")
+                errors.append(f"URL {quoted(side + '.' + k)}={quoted(params.pop(k))}: {reason}")
         if params:
             upd["params" if side == "a" else "params_b"] = params
     return upd, errors

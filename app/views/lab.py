@@ -43,16 +43,28 @@ SUMMARY_CSS = """
 TEXT_EVERY_S = 0.25    # the metrics numbers refresh 4 times a second (see RunPlots.update)
 
 
+# messages are plain text in an HTML box: an Alert pane is Markdown, which turns a link's text such as
+# "[log in](http://…)" or "![](http://…/pixel.png)" into a live link or an image fetched from anywhere
+ALERT_STYLE = {"warning": "background:#fff3cd;color:#664d03;border:1px solid #ffecb5",
+               "danger": "background:#f8d7da;color:#842029;border:1px solid #f5c2c7"}
+
+
+def _alert_html(text: str, level: str) -> str:
+    return (f"<div role='alert' style='{ALERT_STYLE[level]};border-radius:6px;padding:10px 14px;"
+            f"white-space:pre-wrap;overflow-wrap:anywhere'>{text}</div>")
+
+
 def notice_alert(notice) -> dict:
-    """The message alert's parameters for the lab's notice (None: hidden)."""
+    """The message box's parameters for the lab's notice (None: hidden)."""
     if notice is None:
         return dict(object="", visible=False)
-    return dict(object=html.escape(notice.message), alert_type=notice.level, visible=True)
+    return dict(object=_alert_html(html.escape(notice.message), notice.level), visible=True)
 
 
 def blocks_alert(blocks: dict) -> dict:
-    """The blocked alert's parameters: every reason the run cannot start, one per line."""
-    return dict(object="<br>".join(html.escape(b.message) for b in blocks.values()), visible=bool(blocks))
+    """The blocked box's parameters: every reason the run cannot start, one per line."""
+    text = "<br>".join(html.escape(b.message) for b in blocks.values())
+    return dict(object=_alert_html(text, "danger") if blocks else "", visible=bool(blocks))
 
 
 def summary_html(sides, metrics) -> str:
@@ -99,10 +111,10 @@ class LabView(Viewer):
         self.loop = FrameLoop(self._frame, active=lambda: self.lab.playing, ready=self._ready,
                               on_error=self._frame_failed)
 
-        self.alert = pn.pane.Alert(refs=pn.bind(notice_alert, lab.param.notice), alert_type="warning",
-                                   sizing_mode="stretch_width", css_classes=["lab-message"], margin=(5, 10))
-        self.block_alert = pn.pane.Alert(refs=pn.bind(blocks_alert, lab.param.blocks), alert_type="danger",
-                                         sizing_mode="stretch_width", css_classes=["lab-blocked"], margin=(5, 10))
+        self.alert = pn.pane.HTML(refs=pn.bind(notice_alert, lab.param.notice), sizing_mode="stretch_width",
+                                  css_classes=["lab-message"], margin=(5, 10), disable_math=True)
+        self.block_alert = pn.pane.HTML(refs=pn.bind(blocks_alert, lab.param.blocks), sizing_mode="stretch_width",
+                                        css_classes=["lab-blocked"], margin=(5, 10), disable_math=True)
         self.summary = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["ab-summary"], margin=(2, 10),
                                     disable_math=True, stylesheets=[SUMMARY_CSS])
         self.plot_area = pn.FlexBox(sizing_mode="stretch_width", flex_wrap="wrap", css_classes=["plot-area"])
