@@ -113,16 +113,75 @@ def save_npz(path, **arrays):
             zf.writestr(info, buf.getvalue())
 
 
+MAX_SAMPLE_BYTES = 2 * 1024 ** 3     # theta larger than this (uncompressed) is refused before reading it
+MAX_META_BYTES = 100_000
+MAX_SPEC = 200                        # characters of a potential spec read from a file
+
+
+def plain(text, limit: int = 80) -> str:
+    """File contents as the terminal shows them: printable characters only (no escape sequences), cut."""
+    text = "".join(c for c in str(text) if c.isprintable())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _npy_header(zf: zipfile.ZipFile, name: str):
+    """Shape and dtype of an .npy member, read from its header alone (a zip bomb is never inflated)."""
+    info = zf.getinfo(name)
+    with zf.open(info) as f:
+        version = np.lib.format.read_magic(f)
+        read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+        if version not in read:
+            raise ValueError(f"npy format version {version}")
+        shape, fortran, dtype = read[version](f, max_header_size=10_000)
+    return info, tuple(shape), dtype
+
+
+def read_samples(path) -> tuple[np.ndarray, dict]:
+    """theta and meta of a file written by `sample`, checked before anything large is read; UsageError
+    (one line, in the file's terms) for anything else."""
+    try:
+        zf = zipfile.ZipFile(path)
+    except (zipfile.BadZipFile, OSError, ValueError) as err:
+        raise UsageError(f"{plain(path)} is not a samples file written by 'sample' ({plain(err)})") from None
+    with zf:
+        names = set(zf.namelist())
+        if not {"theta.npy", "meta.npy"} <= names:
+            raise UsageError(f"{plain(path)} holds no theta and meta arrays: not written by 'sample'")
+        try:
+            info, shape, dtype = _npy_header(zf, "theta.npy")
+            minfo, mshape, mdtype = _npy_header(zf, "meta.npy")
+        except (ValueError, zipfile.BadZipFile, OSError, EOFError) as err:
+            raise UsageError(f"{plain(path)}: unreadable array header ({plain(err)})") from None
+        if dtype.kind != "f" or dtype.fields is not None or len(shape) != 3:
+            raise UsageError(f"theta must be a 3-d float array (kept, chains, dim), got {plain(dtype)} {shape}")
+        nbytes = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+        if nbytes > MAX_SAMPLE_BYTES or info.file_size > MAX_SAMPLE_BYTES + 10_000:
+            raise UsageError(f"theta of shape {shape} is larger than {MAX_SAMPLE_BYTES // 1024 ** 3} GiB")
+        if mdtype.kind != "U" or mshape != () or minfo.file_size > MAX_META_BYTES:
+            raise UsageError("meta must be one JSON string")
+        try:
+            with zf.open("theta.npy") as f:
+                theta = np.lib.format.read_array(f, allow_pickle=False)
+            with zf.open("meta.npy") as f:
+                meta = json.loads(str(np.lib.format.read_array(f, allow_pickle=False)))
+        except (ValueError, zipfile.BadZipFile, OSError, EOFError) as err:
+            raise UsageError(f"{plain(path)} is damaged ({plain(err)})") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("potential"), str):
+        raise UsageError("meta must be a JSON object naming its potential")
+    if len(meta["potential"]) > MAX_SPEC:
+        raise UsageError(f"the file's potential '{plain(meta['potential'], 40)}' is longer than {MAX_SPEC} characters")
+    return theta, meta
+
+
 def cmd_diagnose(args, out):
-    with np.load(args.file, allow_pickle=False) as f:
-        theta, meta = f["theta"], json.loads(str(f["meta"]))
+    theta, meta = read_samples(args.file)
     pot = get_potential(meta["potential"])
-    if theta.ndim != 3 or theta.shape[2] != pot.dim:
+    if theta.shape[2] != pot.dim:
         raise UsageError(f"theta has shape {theta.shape}, expected (kept, chains, {pot.dim})")
     res = score(pot, theta)
     ess = dg.ess_per_dim(theta) if theta.shape[0] >= 4 else np.full(pot.dim, np.nan)
-    print(f"{meta['sampler']} on {meta['potential']}: {theta.shape[0]} kept x {theta.shape[1]} chains, "
-          f"{meta.get('diverged', 0)} diverged", file=out)
+    print(f"{plain(meta.get('sampler', '?'))} on {plain(meta['potential'])}: {theta.shape[0]} kept x "
+          f"{theta.shape[1]} chains, {plain(meta.get('diverged', 0))} diverged", file=out)
     for key in ("kl", "tv", "ks"):
         if key in res:
             print(f"{key.upper():4s} {res[key]:.5f}", file=out)

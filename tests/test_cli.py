@@ -78,3 +78,56 @@ def test_bad_input_is_one_line_and_exit_2(args, message, tmp_path):
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], out.stderr
     assert "Traceback" not in out.stderr
+
+
+def _npz(path, theta, meta):
+    """A file as `sample` writes it, with any theta and any meta."""
+    np.savez(path, theta=theta, meta=np.array(meta if isinstance(meta, str) else json.dumps(meta)))
+    return path
+
+
+def _huge_header(path):
+    """theta.npy whose header declares 10^12 values and holds none (a zip bomb's cheap cousin)."""
+    import io
+    import zipfile
+    buf = io.BytesIO()
+    header = {"descr": "<f8", "fortran_order": False, "shape": (10 ** 4, 10 ** 4, 10 ** 4)}
+    np.lib.format.write_array_header_1_0(buf, header)
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("theta.npy", buf.getvalue())
+        meta = io.BytesIO()
+        np.lib.format.write_array(meta, np.array(json.dumps({"potential": "gaussian"})))
+        zf.writestr("meta.npy", meta.getvalue())
+    return path
+
+
+GOOD_META = {"potential": "gaussian", "sampler": "sgld"}
+BAD_FILES = {
+    "empty": lambda p: (p.write_bytes(b""), p)[1],
+    "truncated": lambda p: (p.write_bytes(_npz(p, np.zeros((2, 3, 1)), GOOD_META).read_bytes()[:200]), p)[1],
+    "meta-list": lambda p: _npz(p, np.zeros((2, 3, 1)), [1, 2]),
+    "meta-number": lambda p: _npz(p, np.zeros((2, 3, 1)), "3"),
+    "meta-not-json": lambda p: _npz(p, np.zeros((2, 3, 1)), "{potential"),
+    "structured": lambda p: _npz(p, np.zeros((2, 3), dtype=[("a", "f8")]), GOOD_META),
+    "2-d theta": lambda p: _npz(p, np.zeros((2, 3)), GOOD_META),
+    "huge header": _huge_header,
+    "huge dirichlet": lambda p: _npz(p, np.zeros((2, 3, 2)), {"potential": "dirichlet:1e12,1"}),
+    "long potential": lambda p: _npz(p, np.zeros((2, 3, 2)), {"potential": "dirichlet:" + ",".join(["1"] * 2000)}),
+    "wrong dim": lambda p: _npz(p, np.zeros((2, 3, 5)), GOOD_META),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FILES))
+def test_diagnose_refuses_a_malformed_file_in_one_line(case, tmp_path, capsys):
+    path = BAD_FILES[case](tmp_path / "x.npz")
+    assert main(["diagnose", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+
+
+def test_diagnose_prints_no_terminal_escapes_from_the_file(tmp_path, capsys):
+    path = _npz(tmp_path / "x.npz", np.random.default_rng(0).normal(size=(8, 20, 1)),
+                {"potential": "gaussian", "sampler": "sgld\x1b[2J\x1b]0;owned\x07"})
+    assert main(["diagnose", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and out.startswith("sgld[2J]0;owned on gaussian")

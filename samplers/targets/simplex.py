@@ -151,12 +151,22 @@ def gamma_potential(a: float) -> SimplexPotential:
         shape=np.array([a]), simplex=False)
 
 
+MAX_COMPONENTS = 1000
+MAX_TOTAL_COUNT = 10 ** 6
+
+
 def dirichlet_potential(counts, alpha=DEFAULT_ALPHA, name: str | None = None,
                         description: str = "") -> SimplexPotential:
     counts = np.asarray(counts, float)
     d = counts.size
     if d < 2 or (counts < 0).any() or (counts != np.round(counts)).any():
         raise PotentialError("dirichlet: needs at least two non-negative integer counts, e.g. dirichlet:800,100,100,0")
+    # the minibatch data set holds one entry per count, and each component gets its own exact marginal
+    if d > MAX_COMPONENTS:
+        raise PotentialError(f"dirichlet: at most {MAX_COMPONENTS} counts, got {d}")
+    if counts.sum() > MAX_TOTAL_COUNT:
+        raise PotentialError(f"dirichlet: the counts may add up to at most {MAX_TOTAL_COUNT:,}, "
+                             f"got {counts.sum():,.0f}")
     alpha = np.broadcast_to(np.asarray(alpha, float), (d,)).copy()
     if not (np.isfinite(alpha).all() and (alpha > 0).all()):
         raise PotentialError(f"dirichlet: alpha must be > 0, got {alpha.tolist()}")
