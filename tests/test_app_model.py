@@ -466,3 +466,14 @@ def test_link_text_in_messages_is_quoted_cut_and_inert():
     from app.views.lab import notice_alert
     shown = notice_alert(Notice(NoticeKind.LINK, "; ".join(errors)))["object"]
     assert "<a" not in shown and "<img" not in shown and "&lt;" not in evil
+
+
+def test_qnhmc_with_lbfgs_memory_opens_without_a_cell_editor_and_with_its_residual():
+    lab = lab_for(sampler="qnhmc", params={"memory": "3"}, chains=50)
+    side = lab.sides[0]
+    assert not lab.blocks and side.base_recipe is None and side.recipe.numeric
+    assert side.exact and side.residual < 1e-8 and side.title == "QNHMC"
+    pytest.importorskip("panel")
+    from app.views.recipe_editor import RecipeEditor
+    editor = RecipeEditor(lab)       # it used to raise: matrix_cells got a numeric matrix
+    assert "functions of its state" in editor.body.objects[0].object

@@ -42,8 +42,10 @@ def residual(recipe, pot, key) -> float | None:
     if key in _RESIDUAL_CACHE:
         return _RESIDUAL_CACHE[key]
     try:
+        # a numeric Q (QNHMC's L-BFGS operator) costs in proportion to the state's size at every point
+        points = max(1000, 40000 // recipe.n) if recipe.numeric else 20000
         with np.errstate(all="ignore"):
-            value = float(stationarity_residual(recipe, pot).relative)
+            value = float(stationarity_residual(recipe, pot, n_random=points).relative)
         if not np.isfinite(value):
             value = None
     except Exception:   # a user's D may be singular somewhere on the grid: no badge then
@@ -80,7 +82,7 @@ class Side:
     def title(self) -> str:
         """The sampler's title, saying what an edit changed and whether that left it naive."""
         title = self.sampler.spec.title
-        if self.recipe is None or self.recipe is self.base_recipe:
+        if self.recipe is None or self.base_recipe is None or self.recipe is self.base_recipe:
             return title
         changes = [f"{TERM_WORD.get(t, t)} restored" for t in sorted(self.base_recipe.drop - self.recipe.drop)]
         changes += [f"without {TERM_WORD.get(t, t)}" for t in sorted(self.recipe.drop - self.base_recipe.drop)]
@@ -158,6 +160,9 @@ class Lab(param.Parameterized):
         if s.spec.recipe is None or pot.dim > MAX_RECIPE_DIM:
             return Side(label, s)
         base = s.recipe
+        key = (pot.name, name, tuple(sorted(s.params.items(), key=str)), str(s.oracle.describe()))
+        if base.numeric:      # D and Q are functions, not cells: nothing to edit, still a residual
+            return Side(label, s, None, base, residual(base, pot, key))
         term = droppable_term(base)
         recipe = base
         if editable:

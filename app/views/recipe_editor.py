@@ -144,6 +144,8 @@ class RecipeEditor(Viewer):
                 reason = "no sampler is built yet (see the message above the plots)"
             elif lab.sides[0].sampler.spec.recipe is None:
                 reason = "this sampler is not a recipe sampler"
+            elif lab.sides[0].recipe is not None:
+                reason = "this sampler's D and Q are functions of its state (QNHMC's L-BFGS operator), not formulas"
             else:
                 reason = "D and Q can be edited for targets of dimension 1 and 2"
             self.body.objects = [pn.pane.HTML(f"<i>{reason}: no D/Q editor.</i>", margin=(0, 10))]

@@ -79,6 +79,21 @@ class DifferencedGamma:
         return out
 
 
+class ConstantVector:
+    """A numeric recipe's Gamma known in closed form to be constant (zero for QNHMC's L-BFGS Q, which
+    depends only on coordinates whose rows are zero): differencing it would cost 2n evaluations of Q."""
+    sym = None
+    needs_u = needs_g = False
+
+    def __init__(self, value):
+        self.const = np.asarray(value, float)
+        self.shape = self.const.shape
+        self.structural = self.const != 0
+
+    def __call__(self, z, u, g):
+        return np.broadcast_to(self.const, (z.shape[0],) + self.shape)
+
+
 def constant(m):
     return lambda z: m
 

@@ -24,7 +24,15 @@ import numpy as np
 import sympy
 
 from samplers.engine import latex, validate
-from samplers.engine.fields import DifferencedGamma, Field, NumericField, columns, constant, rows_times
+from samplers.engine.fields import (
+    ConstantVector,
+    DifferencedGamma,
+    Field,
+    NumericField,
+    columns,
+    constant,
+    rows_times,
+)
 from samplers.engine.info import ONE_GRADIENT
 from samplers.engine.noise import correlated_noise, scaled_noise
 from samplers.engine.symbols import DROPPABLE, RecipeError, StateSymbols
@@ -41,7 +49,7 @@ class Recipe:
     """
 
     def __init__(self, name: str, sym: StateSymbols, kinetic, D, Q, *, blocks=None, drop=(),
-                 aux_box=(), description: str = ""):
+                 aux_box=(), description: str = "", gamma_zero: bool = False):
         self.name, self.sym, self.description = name, sym, description
         self.dim, self.n = len(sym.theta), len(sym.z)
         unknown = set(drop) - set(DROPPABLE)
@@ -57,7 +65,8 @@ class Recipe:
             self.D, self.Q = (NumericField(m if callable(m) else constant(np.asarray(m, float)), self.n, probes)
                               for m in (D, Q))
             validate.numeric_symmetry(self, probes)
-            self.Gamma = DifferencedGamma(self.D, self.Q, self.n)
+            # a claimed zero Gamma is still checked: the stationarity residual differences the drift itself
+            self.Gamma = ConstantVector(np.zeros(self.n)) if gamma_zero else DifferencedGamma(self.D, self.Q, self.n)
         else:
             Dm, Qm = sympy.Matrix(D), sympy.Matrix(Q)
             validate.shapes(self, Dm, Qm)
