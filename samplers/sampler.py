@@ -70,6 +70,13 @@ class SamplerSpec:
         return self.corrected is not None
 
 
+# Sizes past which a parameter stops meaning anything and starts costing: M = 1e300 makes the first
+# momentum 1e150 (every chain "diverged" at step 0), L = 1e7 leapfrog steps hold a core for minutes.
+LIMITS = {"eps": (1e-12, 100.0), "h": (1e-12, 100.0), "C": (1e-12, 1e6), "A": (1e-12, 1e6), "M": (1e-6, 1e6),
+          "metric_D": (1e-6, 1e6), "metric_C": (0.0, 1e6), "Bhat": (0.0, 1e8), "B0": (1e-6, 1e6),
+          "L": (1, 1000), "memory": (0, 50), "adapt": (0, 10 ** 7), "resample_every": (0, 10 ** 7)}
+
+
 def coerce_params(spec: SamplerSpec, params: dict) -> dict:
     """Defaults overridden by params; unknown names and bad values raise SamplerError."""
     out = dict(spec.defaults)
@@ -93,6 +100,11 @@ def coerce_params(spec: SamplerSpec, params: dict) -> dict:
         if not np.isfinite(num):
             raise SamplerError(f"{key} must be finite, got {value}")
         out[key] = num
+    for key, (lo, hi) in LIMITS.items():
+        v = out.get(key)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and not lo <= abs(v) <= hi and v != 0:
+            raise SamplerError(f"{key} must be at most {hi:g} in size, got {v:g}" if abs(v) > hi else
+                               f"{key} must be at least {lo:g} in size, got {v:g}")
     for key in ("eps",):
         if key in out and not out[key] > 0:
             raise SamplerError(f"{key} must be > 0, got {out[key]}")

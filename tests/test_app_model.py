@@ -477,3 +477,18 @@ def test_qnhmc_with_lbfgs_memory_opens_without_a_cell_editor_and_with_its_residu
     from app.views.recipe_editor import RecipeEditor
     editor = RecipeEditor(lab)       # it used to raise: matrix_cells got a numeric matrix
     assert "functions of its state" in editor.body.objects[0].object
+
+
+def test_parameters_past_their_limits_are_refused_and_a_dead_run_does_not_play():
+    upd, errors = from_query(parse_search("?s=sghmc&a.M=1e300&s=hmc&a.L=10000000"))
+    assert "params" not in upd and any("at most 1000" in e for e in errors)
+    assert validate_params("sghmc", {"M": "1e300"}) == "M must be at most 1e+06 in size, got 1e+300"
+    lab = lab_for(potential="gaussian", sampler="sgld", params={"eps": "50"}, chains=20)
+    lab.play()
+    for _ in range(20):
+        lab.frame(5)
+    assert lab.runs[0].n_diverged == 20 and not lab.can_run
+    lab.play()
+    assert not lab.playing and lab.notice.kind is NoticeKind.DIVERGED and "Reset" in lab.notice.message
+    lab.reset()
+    assert lab.can_run

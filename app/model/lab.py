@@ -151,7 +151,9 @@ class Lab(param.Parameterized):
 
     @property
     def can_run(self) -> bool:
-        return bool(self.runs) and not self.blocks and not any(r.error for r in self.runs)
+        # a run whose chains have all diverged has nothing left to step (Reset starts it again)
+        return (bool(self.runs) and not self.blocks and not any(r.error for r in self.runs)
+                and not any(r.n_diverged >= r.chains for r in self.runs))
 
     def _side(self, label, name, params, pot, editable) -> Side:
         cfg = self.config
@@ -249,6 +251,9 @@ class Lab(param.Parameterized):
         if self.can_run:
             self.notice = None
             self.playing = True
+        elif self.runs and any(r.n_diverged >= r.chains for r in self.runs):
+            self.notice = Notice(NoticeKind.DIVERGED, "every chain has diverged: Reset to start again, with a "
+                                                      "smaller step size eps")
 
     def pause(self, notice: Notice | None = None) -> None:
         """Pause, saying why when the lab itself stops the run."""
