@@ -126,3 +126,9 @@ def test_a_typed_potential_is_drawn_where_its_mass_is(text, box):
     assert pot.box == box
     (xs,), dens = pot.grid(2001)
     assert dens[0] < 1e-4 * dens.max() and dens[-1] < 1e-4 * dens.max()    # nothing of the mass cut off
+
+
+@pytest.mark.parametrize("text", ["tan(x) + x^2", "tan(x*y) + x^2 + y^2"])
+def test_a_typed_potential_unbounded_below_between_grid_points_is_refused(text):
+    with pytest.raises(PotentialError, match="unbounded below near"):
+        get_potential("expr:" + text)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import sympy
+from scipy import optimize
 
 from samplers.targets.expr import ExpressionError, compile_expression
 from samplers.targets.potential import NotFinite, NotIntegrable, Potential, PotentialError
@@ -49,6 +50,7 @@ def typed_potential(text: str, box=None) -> Potential:
         except PotentialError as err:
             first = first or err
             continue
+        _check_bounded_below(pot, names)
         if box is None:
             pot = build(_fitted_box(pot))
         _check_gradient_finite(pot)
@@ -82,6 +84,27 @@ def _in_plain_words(err: PotentialError, names) -> PotentialError:
         return PotentialError("exp(-U) does not decay: U must grow in every direction, like x^4 - 2*x^2, "
                               "so that exp(-U) is a probability density")
     return err
+
+
+def _check_bounded_below(pot: Potential, names, jump: float = 1.0):
+    """U must not plunge between the normalisation grid's points: at a pole such as tan(x)'s, U tends to
+    -inf on one side, exp(-U) is not integrable, and the grid's lowest value only says how close a point
+    came. Minimising U within a cell of that point shows it (a smooth minimum moves by O(h^2))."""
+    axes, u = pot._u_grid
+    idx = np.unravel_index(int(np.nanargmin(u)), u.shape)
+    x0 = np.array([a[i] for a, i in zip(axes, idx)])
+    h = np.array([a[1] - a[0] for a in axes])
+    lo, hi = np.array([b[0] for b in pot.box]), np.array([b[1] for b in pot.box])
+    bounds = list(zip(np.maximum(x0 - h, lo), np.minimum(x0 + h, hi)))
+
+    def f(x):
+        with np.errstate(all="ignore"):
+            v = float(pot.U(np.atleast_2d(x))[0])
+        return v if np.isfinite(v) else -1e300
+    res = optimize.minimize(f, x0, method="Powell", bounds=bounds, options=dict(xtol=1e-12, ftol=1e-12))
+    if min(res.fun, f(res.x)) < u.min() - jump:
+        at = ", ".join(f"{n} = {v:.3g}" for n, v in zip(names, res.x))
+        raise PotentialError(f"U is unbounded below near {at}: exp(-U) is not a probability density there")
 
 
 def _check_gradient_finite(pot: Potential, n: int = 101):
