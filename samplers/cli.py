@@ -83,16 +83,32 @@ def cmd_list(args, out):
     print("potential  expr:...       a typed U(x) or U(x, y), e.g. expr:x**4 - 2*x**2", file=out)
 
 
+MAX_SAMPLE_BYTES = 2 * 1024 ** 3     # theta larger than this (uncompressed) is refused before reading it
+MAX_STEPS = 10 ** 9
+MAX_META_BYTES = 100_000
+MAX_SPEC = 200                        # characters of a potential spec read from a file
+
+
 def cmd_sample(args, out):
     for key in ("steps", "chains", "thin"):
         if getattr(args, key) < 1:
             raise UsageError(f"--{key} must be >= 1")
     if args.burn < 0:
         raise UsageError("--burn must be >= 0")
-    if args.chains * (args.steps // args.thin) * 8 > 4e9:
-        raise UsageError("that many kept samples would not fit in memory: raise --thin or lower --chains")
+    if args.steps + args.burn > MAX_STEPS:
+        raise UsageError(f"--steps plus --burn may be at most {MAX_STEPS:,}")
     pot = get_potential(args.potential)
     sampler = build_sampler(args.sampler, pot, args.grad_noise, args.batch, **_parse_sets(args.set))
+    # what is held at once: every kept theta, and the ensemble's whole state (momenta, memories) with its
+    # temporaries (a few times over)
+    kept_bytes = args.chains * (args.steps // args.thin) * pot.dim * 8
+    state_bytes = 4 * args.chains * sampler.n * 8
+    if kept_bytes > MAX_SAMPLE_BYTES:
+        raise UsageError(f"the kept samples would take {kept_bytes / 1024 ** 3:.1f} GiB (at most "
+                         f"{MAX_SAMPLE_BYTES // 1024 ** 3} GiB): raise --thin or lower --chains or --steps")
+    if state_bytes > MAX_SAMPLE_BYTES:
+        raise UsageError(f"{args.chains:,} chains of a {sampler.n}-variable state would take "
+                         f"{state_bytes / 1024 ** 3:.1f} GiB: lower --chains")
     res = run(sampler, args.steps, args.chains, args.burn, args.thin, args.seed)
     meta = dict(res.meta, potential=args.potential, grad_noise=args.grad_noise, batch=args.batch)
     save_npz(args.out, theta=res.theta, meta=np.array(json.dumps(meta, sort_keys=True, default=_jsonable)))
@@ -111,11 +127,6 @@ def save_npz(path, **arrays):
             np.lib.format.write_array(buf, np.asanyarray(arr), allow_pickle=False)
             info = zipfile.ZipInfo(name + ".npy", date_time=(1980, 1, 1, 0, 0, 0))
             zf.writestr(info, buf.getvalue())
-
-
-MAX_SAMPLE_BYTES = 2 * 1024 ** 3     # theta larger than this (uncompressed) is refused before reading it
-MAX_META_BYTES = 100_000
-MAX_SPEC = 200                        # characters of a potential spec read from a file
 
 
 def plain(text, limit: int = 80) -> str:

@@ -131,3 +131,16 @@ def test_diagnose_prints_no_terminal_escapes_from_the_file(tmp_path, capsys):
     assert main(["diagnose", str(path)]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and out.startswith("sgld[2J]0;owned on gaussian")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--potential", "banana", "--steps", "250000000", "--chains", "2"], "GiB (at most 2 GiB)"),
+    (["--potential", "gaussian", "--steps", "1", "--chains", "400000000"], "GiB"),
+    (["--potential", "gaussian", "--steps", "1", "--burn", "1000000000000"], "at most 1,000,000,000"),
+    (["--potential", "gaussian", "--steps", "1", "--sampler", "hmc", "--set", "L=1000000000"], "L must be at most"),
+])
+def test_sample_refuses_sizes_it_could_not_hold_or_finish(args, message, tmp_path, capsys):
+    argv = ["sample", "--sampler", "sgld", *args, "--out", str(tmp_path / "x.npz")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1, err
