@@ -5,6 +5,25 @@ from samplers.registry import build_sampler
 from samplers.targets.presets import get_potential
 
 
+# the browser tests' server and Chromium, one of each per test module (tests/app_browser_support.py)
+@pytest.fixture(scope="module")
+def server():
+    from app_browser_support import AppServer
+    srv = AppServer().wait()
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from app_browser_support import CHROMIUM, CHROMIUM_ARGS
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
 @pytest.fixture
 def make_sampler():
     def make(name, potential="gaussian", V=1.0, batch=None, **params):

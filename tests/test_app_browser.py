@@ -12,8 +12,6 @@ import pytest
 from app_browser_support import (
     ARTIFACTS,
     CHROMIUM,
-    CHROMIUM_ARGS,
-    AppServer,
     bokeh_data,
     metric,
     metric_number,
@@ -25,21 +23,6 @@ playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not __import__("os").path.exists(CHROMIUM), reason="needs /usr/bin/chromium")
 
 IGNORED_CONSOLE = ("could not determine", "could not set initial ranges")   # Bokeh's log-axis notices
-
-
-@pytest.fixture(scope="module")
-def server():
-    srv = AppServer().wait()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 class Page:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from app_browser_support import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, AppServer
+from app_browser_support import ARTIFACTS, CHROMIUM
 
 from samplers.reproduce import REPRODUCTIONS
 
@@ -16,21 +16,6 @@ playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not __import__("os").path.exists(CHROMIUM), reason="needs /usr/bin/chromium")
 
 FILE_NAME = re.compile(r"\.(png|svg|csv|json|md)\b|^[\w-]+$")
-
-
-@pytest.fixture(scope="module")
-def server():
-    srv = AppServer().wait()
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture
