@@ -93,23 +93,11 @@ def default_ladder(eps: float, n: int = 6, decades: float = 1.0) -> np.ndarray:
     return eps * np.logspace(0.0, -decades, n)
 
 
-def exact_second_moment(potential) -> float:
-    (xs,), dens = _marginal_grid(potential)
-    return float(np.trapezoid(xs ** 2 * dens, xs) / np.trapezoid(dens, xs))
-
-
-def _marginal_grid(potential, n: int = 2001):
+def exact_second_moment(potential, n: int = 2001) -> float:
     lo, hi = potential.box[0]
     xs = np.linspace(lo, hi, n)
-    marg = potential.marginals.get(0) if potential.dim > 1 else None
-    dens = np.asarray(marg(xs) if marg is not None else potential.density_xy(xs), float)
-    return (xs,), dens
-
-
-def _exact_masses(potential, edges) -> np.ndarray:
-    (xs,), dens = _marginal_grid(potential, 20 * (len(edges) - 1) + 1)
-    cdf = np.concatenate([[0.0], np.cumsum((dens[1:] + dens[:-1]) / 2 * np.diff(xs))])
-    return np.diff(np.interp(edges, xs, cdf))
+    dens = np.asarray(potential.marginals[0](xs), float)
+    return float(np.trapezoid(xs ** 2 * dens, xs) / np.trapezoid(dens, xs))
 
 
 def step_ladder(sampler: Sampler, eps_values, *, chains: int = 2000, time: float = 12.0, burn_time: float = 3.0,
@@ -124,7 +112,7 @@ def step_ladder(sampler: Sampler, eps_values, *, chains: int = 2000, time: float
     pot = sampler.potential
     lo, hi = pot.box[0]
     edges = np.linspace(lo, hi, bins + 1)
-    masses = _exact_masses(pot, edges)
+    masses = dg.bin_masses_1d(pot.marginals[0], edges)
     result = LadderResult(title or sampler.spec.title, exact_second_moment(pot))
     plan = [(float(e), int(np.ceil(burn_time / e)), int(np.ceil(time / e))) for e in eps_values]
     total, done = sum(b + s for _, b, s in plan), 0

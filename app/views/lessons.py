@@ -40,6 +40,7 @@ class LessonsView(Viewer):
         errata = errata_page()
         self.lessons = list_lessons() + ([errata] if errata is not None else [])
         self.demo: LessonDemo | None = None
+        self.ladder: LadderView | None = None
         self.font_size = "15px"
         self._doc = None
         self.body = pn.Column(sizing_mode="stretch_width", css_classes=["lessons"])
@@ -99,7 +100,7 @@ class LessonsView(Viewer):
             self.demo.pause()
 
     def stop(self) -> None:
-        if getattr(self, "ladder", None) is not None:
+        if self.ladder is not None:
             self.ladder.close()
             self.ladder = None
         if self.demo is not None:
