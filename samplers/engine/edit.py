@@ -39,7 +39,9 @@ def parse_matrix(name: str, cells, recipe: Recipe) -> sympy.Matrix:
             try:
                 expr = parse_expression(text, variables, float_decimals=True)
                 _check_growth(expr)
-                out[i, j] = expr.subs(u_plain, recipe.sym.U)
+                # evaluated as sympy builds its own: the parser keeps forms that make sympy's LaTeX printer recurse
+                # without end ((theta_1^2/theta_1^2)^-3)
+                out[i, j] = expr.xreplace({u_plain: recipe.sym.U}).doit()
             except ExpressionError as err:
                 raise RecipeError(f"{where}: {err}", cells=[(name, i, j)]) from None
             except RecursionError:
@@ -53,15 +55,14 @@ def _check_growth(expr) -> None:
         return
     count = f"{terms:,.0f}" if terms < 1e9 else "more than a billion"
     message = f"too large multiplied out ({count} terms, at most {MAX_CELL_TERMS:,})"
-    # the innermost power that grows too large (its base alone does not) is the one to lower
-    bases = [validate.expanded_terms(p.base) for p in sympy.preorder_traversal(expr)
-             if p.is_Pow and p.exp.is_Rational and validate.monomials(int(abs(p.exp)), validate.expanded_terms(p.base))
-             > MAX_CELL_TERMS]
-    k = min((b for b in bases if b <= MAX_CELL_TERMS), default=None)
-    if k is None:
-        raise ExpressionError(f"{message}: multiply fewer sums together, or lower their exponents")
-    n = max(m for m in range(1, 65) if validate.monomials(m, k) <= MAX_CELL_TERMS)
-    raise ExpressionError(f"{message}: exponent at most {n} for a sum of {k:,.0f} terms")
+    # the innermost power of a sum that grows too large alone (its base does not) is the one to lower
+    for p in sympy.postorder_traversal(expr):
+        if (p.is_Pow and p.base.is_Add and p.exp.is_Rational and validate.expanded_terms(p) > MAX_CELL_TERMS
+                and validate.expanded_terms(p.base) <= MAX_CELL_TERMS):
+            k = validate.growth(p.base)[0]
+            n = max(m for m in range(1, 65) if validate.monomials(m, k) <= MAX_CELL_TERMS)
+            raise ExpressionError(f"{message}: exponent at most {n} for a sum of {k:,.0f} terms")
+    raise ExpressionError(f"{message}: multiply fewer sums together, or lower their exponents")
 
 
 def _short_decimal(x: float) -> str | None:

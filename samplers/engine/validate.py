@@ -29,7 +29,7 @@ EXPAND_TERMS = 200   # expressions at most this large (expanded_terms) are multi
 def expanded_terms(expr) -> float:
     """An upper bound on the terms sympy.expand(expr) builds, counting those inside function arguments and
     denominators: (a + b + c)**n has C(n + 2, 2) terms, a product of sums the product of their counts."""
-    terms, inner = _growth(expr)
+    terms, inner = growth(expr)
     return terms + inner
 
 
@@ -45,24 +45,33 @@ def monomials(n: int, k: float) -> float:
     return out
 
 
-def _growth(e) -> tuple[float, float]:
+def growth(e) -> tuple[float, float]:
     """(terms of e expanded, terms expanded inside it: arguments of functions, bases of roots and denominators)."""
     if e.is_Add or e.is_Mul:
-        parts = [_growth(a) for a in e.args]
+        parts = [growth(a) for a in e.args]
         terms = sum(t for t, _ in parts) if e.is_Add else math.prod(t for t, _ in parts)
         return terms, sum(w for _, w in parts)
     if e.is_Pow:
-        terms, inner = _growth(e.base)
-        if not e.exp.is_Rational:          # a float exponent: sympy leaves the power whole
-            return 1.0, inner + terms
-        grown = monomials(int(abs(e.exp)), terms)   # (a + b)**(5/2) = (a + b)**2 * sqrt(a + b), multiplied out
-        rest = 0.0 if e.exp.is_Integer else terms
-        return (grown, inner + rest) if e.exp > 0 else (1.0, inner + rest + grown)
+        return _power(e.base, e.exp)
     inner = 0.0
     for a in e.args:                      # a function: expand works inside its argument
-        terms, w = _growth(a)
+        terms, w = growth(a)
         inner += terms + w
     return 1.0, inner
+
+
+def _power(base, exp) -> tuple[float, float]:
+    if exp.is_Integer and base.is_Mul:      # (x/(a + b))**-64 is (a + b)**64/x**64: expand distributes the power
+        parts = [_power(f, exp) for f in base.args]
+        return math.prod(t for t, _ in parts), sum(w for _, w in parts)
+    if exp.is_Integer and base.is_Pow and base.exp.is_Rational:     # and multiplies exponents
+        return _power(base.base, base.exp * exp)
+    terms, inner = growth(base)
+    if not exp.is_Rational:             # a float exponent: sympy leaves the power whole
+        return 1.0, inner + terms
+    grown = monomials(int(abs(exp)), terms)     # (a + b)**(5/2) = (a + b)**2 * sqrt(a + b), multiplied out
+    rest = 0.0 if exp.is_Integer else terms
+    return (grown, inner + rest) if exp > 0 else (1.0, inner + rest + grown)
 
 
 def _same(recipe, label, i, j, sign, values) -> bool:
