@@ -8,6 +8,7 @@ registry, and cells go through the library's whitelist parser like typed ones.
 from __future__ import annotations
 
 import json
+import math
 from types import SimpleNamespace
 from urllib.parse import parse_qsl, urlencode
 
@@ -21,6 +22,7 @@ SIMPLE = {"potential": "pot", "sampler": "s", "compare": "cmp", "sampler_b": "sb
 ALWAYS = ("potential", "sampler", "V", "chains", "seed")   # written even at their defaults: links stay explicit
 NAV_KEYS = ("tab", "lesson", "play", "present")
 MAX_CELLS_JSON = 4000
+MAX_MESSAGES = 10      # a link of a thousand junk keys gets ten messages and a count, not a page of them
 
 
 def _fmt(value) -> str:
@@ -77,7 +79,24 @@ def _bool(text: str) -> bool:
         return True
     if t in ("0", "false", "no", "off"):
         return False
-    raise ValueError(f"expected 0 or 1, got '{text}'")
+    raise ValueError("expected 0 or 1")
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:     # Python's own message quotes the text again, uncut
+        raise ValueError("expected a whole number") from None
+
+
+def _float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError("expected a number") from None
+    if not math.isfinite(value):     # nan passes every bounds check
+        raise ValueError("expected a finite number")
+    return value
 
 
 def _cells(text: str):
@@ -97,12 +116,18 @@ def quoted(text: str, limit: int = 40) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
+def _reason(text, limit: int = 120) -> str:
+    """A library's reason for refusing a link's value, which may quote the value whole: printable and cut."""
+    text = "".join(c for c in str(text) if c.isprintable())
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def from_query(query: dict[str, str]) -> tuple[dict, list[str]]:
     """Parameter updates for LabConfig from query items, and a message per item that was ignored."""
     sampler_names()   # loads every module that registers samplers
     upd, errors = {}, []
-    parsers = {"potential": str, "sampler": str, "sampler_b": str, "V": float, "batch": int, "chains": int,
-               "seed": int, "speed": int, "burn": int, "compare": _bool, "naive": _bool, "log_view": _bool}
+    parsers = {"potential": str, "sampler": str, "sampler_b": str, "V": _float, "batch": _int, "chains": _int,
+               "seed": _int, "speed": _int, "burn": _int, "compare": _bool, "naive": _bool, "log_view": _bool}
     names = {v: k for k, v in SIMPLE.items()}
     params_a, params_b = {}, {}
     for key, text in query.items():
@@ -112,9 +137,9 @@ def from_query(query: dict[str, str]) -> tuple[dict, list[str]]:
                 value = parsers[name](text.strip()) if name not in ("potential",) else text.strip()
                 p = LabConfig.param[name]
                 if name in ("sampler", "sampler_b") and value not in REGISTRY:
-                    raise ValueError(f"unknown sampler '{value}'")
+                    raise ValueError("unknown sampler")
                 if name == "potential" and not known_potential(value):
-                    raise ValueError(f"unknown potential '{value}'")
+                    raise ValueError("unknown potential")
                 if hasattr(p, "bounds") and p.bounds and value is not None:
                     lo, hi = p.bounds
                     if (lo is not None and value < lo) or (hi is not None and value > hi):
@@ -127,7 +152,7 @@ def from_query(query: dict[str, str]) -> tuple[dict, list[str]]:
             elif key not in NAV_KEYS:
                 errors.append(f"unknown URL key {quoted(key)}")
         except (ValueError, TypeError, RecursionError) as err:   # json refuses deep nesting by recursing
-            why = "nested too deeply" if isinstance(err, RecursionError) else str(err)
+            why = "nested too deeply" if isinstance(err, RecursionError) else _reason(err)
             errors.append(f"URL {quoted(key)}={quoted(text)}: {why}")
     for side, params, sampler_key in (("a", params_a, "sampler"), ("b", params_b, "sampler_b")):
         sampler = upd.get(sampler_key, LabConfig.param[sampler_key].default)
@@ -137,11 +162,16 @@ def from_query(query: dict[str, str]) -> tuple[dict, list[str]]:
             errors.append(f"URL key {quoted(side + '.' + k)}: {sampler} has no parameter {quoted(k)}")
             params.pop(k)
         for k in list(params):
-            reason = validate_params(sampler, {k: params[k]})
+            try:
+                reason = validate_params(sampler, {k: params[k]})
+            except TypeError:        # the library's checks compare eps='' (None) with 0
+                reason = "not a valid value"
             if reason:
-                errors.append(f"URL {quoted(side + '.' + k)}={quoted(params.pop(k))}: {reason}")
+                errors.append(f"URL {quoted(side + '.' + k)}={quoted(params.pop(k))}: {_reason(reason)}")
         if params:
             upd["params" if side == "a" else "params_b"] = params
+    if len(errors) > MAX_MESSAGES:
+        errors[MAX_MESSAGES:] = [f"and {len(errors) - MAX_MESSAGES} more items of the link ignored"]
     return upd, errors
 
 
@@ -150,11 +180,10 @@ def apply_query(cfg: LabConfig, query: dict[str, str]) -> list[str]:
     upd, errors = from_query(query)
     try:
         cfg.param.update(**upd)
-    except Exception as err:   # a value param itself refused: apply the rest one by one
-        errors.append(str(err))
+    except Exception:   # a value param itself refused (from_query checks them all: a backstop): one by one
         for k, v in upd.items():
             try:
                 cfg.param.update(**{k: v})
-            except Exception as e:
-                errors.append(f"{k}: {e}")
+            except Exception:
+                errors.append(f"URL {quoted(SIMPLE.get(k, k))}: not applied")
     return errors
