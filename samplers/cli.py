@@ -26,7 +26,8 @@ from samplers.sampler import SamplerError
 from samplers.targets.potential import PotentialError
 from samplers.targets.presets import get_potential, preset_names
 
-USER_ERRORS = (PotentialError, SamplerError, RecipeError, GradientError, ValueError, OSError, KeyError)
+# TypeError as in the lab: a parameter's checks may compare what the user left empty (--set eps=) with a number
+USER_ERRORS = (PotentialError, SamplerError, RecipeError, GradientError, ValueError, OSError, KeyError, TypeError)
 
 
 class UsageError(Exception):
@@ -161,7 +162,7 @@ def read_samples(path) -> tuple[np.ndarray, dict]:
     (one line, in the file's terms) for anything else."""
     try:
         zf = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, ValueError) as err:
+    except DAMAGED as err:
         raise UsageError(f"{plain(path)} is not a samples file written by 'sample' ({plain(err)})") from None
     with zf:
         names = set(zf.namelist())
@@ -174,6 +175,8 @@ def read_samples(path) -> tuple[np.ndarray, dict]:
             raise UsageError(f"{plain(path)}: unreadable array header ({plain(err)})") from None
         if dtype.kind != "f" or dtype.fields is not None or len(shape) != 3:
             raise UsageError(f"theta must be a 3-d float array (kept, chains, dim), got {plain(dtype)} {shape}")
+        if 0 in shape:          # before the potential is built and scored: the logistic's takes seconds
+            raise UsageError(f"theta of shape {shape} holds no samples")
         nbytes = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
         if nbytes > MAX_SAMPLE_BYTES or info.file_size > MAX_SAMPLE_BYTES + 10_000:
             raise UsageError(f"theta of shape {shape} is larger than {MAX_SAMPLE_BYTES // 1024 ** 3} GiB")

@@ -67,6 +67,8 @@ def test_typed_potential_and_minibatch(tmp_path):
       "--out", "x.npz"], "has no data"),
     (["sample", "--sampler", "sgld", "--potential", "gaussian", "--grad-noise", "-1", "--steps", "5",
       "--out", "x.npz"], ">= 0"),
+    (["sample", "--sampler", "sgld", "--potential", "gaussian", "--steps", "5", "--set", "eps=",
+      "--out", "x.npz"], "error: "),                                    # a TypeError's traceback
     (["diagnose", "missing.npz"], "error"),
     (["frobnicate"], "invalid choice"),
     ([], "required"),
@@ -128,6 +130,15 @@ def _unknown_method(path):
     return path
 
 
+def _version_needed(path):
+    """The zip's directory says theta.npy needs a zip reader of version 6.4."""
+    raw = bytearray(_compressed(path, 0).read_bytes())
+    i = raw.find(b"PK\x01\x02")
+    raw[i + 6:i + 8] = (64).to_bytes(2, "little")
+    path.write_bytes(bytes(raw))
+    return path
+
+
 GOOD_META = {"potential": "gaussian", "sampler": "sgld"}
 BAD_FILES = {
     "empty": lambda p: (p.write_bytes(b""), p)[1],
@@ -146,6 +157,7 @@ BAD_FILES = {
     "deflate damaged": lambda p: _compressed(p, 8, b"\xff" * 40),
     "lzma damaged": lambda p: _compressed(p, 14, b"\x00" * 40),
     "unknown compression": _unknown_method,
+    "zip version 6.4": _version_needed,
     # and these gave numbers with warnings on stderr: `sample` never writes them (diverged chains are frozen)
     "NaN theta": lambda p: _npz(p, np.full((8, 3, 1), np.nan), GOOD_META),
     "infinite theta": lambda p: _npz(p, np.full((8, 3, 1), -np.inf), GOOD_META),
