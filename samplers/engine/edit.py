@@ -37,11 +37,13 @@ def parse_matrix(name: str, cells, recipe: Recipe) -> sympy.Matrix:
             text = str(text).strip() or "0"
             where = f"{name}[{recipe.sym.z[i]},{recipe.sym.z[j]}]"
             try:
-                expr = parse_expression(text, variables, float_decimals=True)
-                _check_growth(expr)
                 # evaluated as sympy builds its own: the parser keeps forms that make sympy's LaTeX printer recurse
-                # without end ((theta_1^2/theta_1^2)^-3)
-                out[i, j] = expr.xreplace({u_plain: recipe.sym.U}).doit()
+                # without end ((theta_1^2/theta_1^2)^-3), and that hide a power (exp(64*log(a + b)) is (a + b)^64)
+                expr = parse_expression(text, variables, float_decimals=True).xreplace({u_plain: recipe.sym.U}).doit()
+                if expr.has(sympy.nan, sympy.zoo, sympy.oo, -sympy.oo):     # 1/(theta_1 - theta_1), once evaluated
+                    raise ExpressionError("undefined (division by zero or a pole)")
+                _check_growth(expr)
+                out[i, j] = expr
             except ExpressionError as err:
                 raise RecipeError(f"{where}: {err}", cells=[(name, i, j)]) from None
             except RecursionError:
@@ -116,7 +118,8 @@ def edited_recipe(base: Recipe, D_cells, Q_cells, drop=None) -> Recipe:
     except RecursionError:
         # sympy differentiates, and Python compiles the drift, by recursion: a deep cell can exhaust the stack
         # (sooner in a server's thread). The base recipe builds, so the fault is in a typed cell: the largest.
-        name, i, j = max(((n, i, j) for n, m in (("D", D), ("Q", Q)) for i in range(m.rows) for j in range(m.cols)),
-                         key=lambda c: sympy.count_ops((D if c[0] == "D" else Q)[c[1], c[2]]))
+        typed = {"D": D, "Q": Q}
+        cells = [(name, i, j) for name in typed for i in range(base.n) for j in range(base.n)]
+        name, i, j = max(cells, key=lambda c: sympy.count_ops(typed[c[0]][c[1], c[2]]))
         raise RecipeError(f"{name}[{base.sym.z[i]},{base.sym.z[j]}]: nested too deeply to derive Γ from it",
                           cells=[(name, i, j)]) from None

@@ -225,7 +225,7 @@ class Recipe:
                 fi += self.Gamma.sym[i]
             # multiplied out when small (the registered recipes: their compiled drift is these sums); a typed
             # cell may be a power of a sum that would multiply out to millions of terms
-            out.append(sympy.expand(fi) if validate.expanded_terms(fi) <= validate.EXPAND_TERMS else fi)
+            out.append(validate.multiplied_out(fi))
         return out
 
     def latex_sde(self) -> str:

@@ -49,8 +49,9 @@ class StateSymbols:
         return expr
 
 
-def show(e) -> str:
-    """An entry for an error message: short decimals, abs() as typed."""
+def show(e, limit: int = 100) -> str:
+    """An entry for an error message: short decimals, abs() as typed, cut (a typed cell may be 400 characters)."""
     e = sympy.sympify(e)
     plain = all(q.q <= 1000 for q in e.atoms(sympy.Rational)) and not e.atoms(sympy.Float)
-    return sympy.sstr(e if plain else sympy.N(e, 6)).replace("Abs(", "abs(")
+    text = sympy.sstr(e if plain else sympy.N(e, 6)).replace("Abs(", "abs(")
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -20,15 +20,28 @@ def shapes(recipe, D, Q):
         for (i, j), e in np.ndenumerate(np.array(m.tolist(), dtype=object)):
             e = sympy.sympify(e)
             if e.has(sympy.nan, sympy.zoo, sympy.oo, -sympy.oo):
-                raise RecipeError(f"{name}[{i},{j}] = {e} is not finite", cells=[(name, i, j)])
+                z = recipe.sym.z
+                raise RecipeError(f"{name}[{z[i]},{z[j]}] is not finite (division by zero or a pole)",
+                                  cells=[(name, i, j)])
 
 
 EXPAND_TERMS = 200   # expressions at most this large (expanded_terms) are multiplied out: a few ms
 
 
+def multiplied_out(expr):
+    """expr with its products and powers of sums multiplied out if that stays small (EXPAND_TERMS), else expr.
+
+    Logarithms and exponentials are left whole: expand's log(exp(a)*exp(b)) = a + b and exp(x*log(s) + log(s))
+    = s*exp(x*log(s)) would turn what expanded_terms counts as one term into a sum."""
+    if expanded_terms(expr) > EXPAND_TERMS:
+        return expr
+    return sympy.expand(expr, log=False, power_exp=False)
+
+
 def expanded_terms(expr) -> float:
-    """An upper bound on the terms sympy.expand(expr) builds, counting those inside function arguments and
-    denominators: (a + b + c)**n has C(n + 2, 2) terms, a product of sums the product of their counts."""
+    """An upper bound on the terms multiplied_out(expr) builds, counting those inside function arguments and
+    denominators: (a + b + c)**n has C(n + 2, 2) terms, a product of sums the product of their counts. For expr
+    as sympy evaluates it (the cell parser's unevaluated (x*(a + b)**-1)**-1 is (a + b)/x)."""
     terms, inner = growth(expr)
     return terms + inner
 
@@ -37,7 +50,7 @@ def monomials(n: int, k: float) -> float:
     """Terms of a sum of k terms raised to the n-th power multiplied out, C(n + k - 1, n), as a float."""
     if k <= 1 or n == 0:
         return 1.0
-    if n > 10**6:               # (theta**64)**64**...: a sum of k >= 2 terms gives at least n + 1
+    if n > 10**4:               # (theta**64)**64**...: a sum of k >= 2 terms gives at least n + 1, too many
         return math.inf
     out = 1.0
     for m in range(1, n + 1):
@@ -45,33 +58,61 @@ def monomials(n: int, k: float) -> float:
     return out
 
 
-def growth(e) -> tuple[float, float]:
-    """(terms of e expanded, terms expanded inside it: arguments of functions, bases of roots and denominators)."""
-    if e.is_Add or e.is_Mul:
-        parts = [growth(a) for a in e.args]
-        terms = sum(t for t, _ in parts) if e.is_Add else math.prod(t for t, _ in parts)
-        return terms, sum(w for _, w in parts)
-    if e.is_Pow:
-        return _power(e.base, e.exp)
-    inner = 0.0
-    for a in e.args:                      # a function: expand works inside its argument
-        terms, w = growth(a)
-        inner += terms + w
-    return 1.0, inner
+def growth(expr) -> tuple[float, float]:
+    """(terms of expr expanded, terms expanded inside it: arguments of functions, bases of roots and denominators).
 
+    Where sympy may or may not distribute a power over a product ((a*b)**(7/2) splits when a >= 0) or multiply
+    nested exponents (sqrt(s)**(7/2) is s**(7/4)), both ways are counted and the larger kept."""
+    memo = {}
 
-def _power(base, exp) -> tuple[float, float]:
-    if exp.is_Integer and base.is_Mul:      # (x/(a + b))**-64 is (a + b)**64/x**64: expand distributes the power
-        parts = [_power(f, exp) for f in base.args]
-        return math.prod(t for t, _ in parts), sum(w for _, w in parts)
-    if exp.is_Integer and base.is_Pow and base.exp.is_Rational:     # and multiplies exponents
-        return _power(base.base, base.exp * exp)
-    terms, inner = growth(base)
-    if not exp.is_Rational:             # a float exponent: sympy leaves the power whole
-        return 1.0, inner + terms
-    grown = monomials(int(abs(exp)), terms)     # (a + b)**(5/2) = (a + b)**2 * sqrt(a + b), multiplied out
-    rest = 0.0 if exp.is_Integer else terms
-    return (grown, inner + rest) if exp > 0 else (1.0, inner + rest + grown)
+    def walk(e):
+        if e not in memo:
+            memo[e] = _walk(e)
+        return memo[e]
+
+    def _walk(e):
+        if e.is_Add:
+            parts = [walk(a) for a in e.args]
+            return sum(t for t, _ in parts), sum(w for _, w in parts)
+        if e.is_Mul or (e.is_Pow and e.exp.is_negative):
+            n, d = sympy.fraction(e)
+            if d != 1:      # expand multiplies out the numerator over the denominator, itself multiplied out
+                (terms, inner), (d_terms, d_inner) = walk(n), walk(d)
+                return terms, inner + d_terms + d_inner
+        if e.is_Mul:
+            parts = [walk(a) for a in e.args]
+            return math.prod(t for t, _ in parts), sum(w for _, w in parts)
+        if e.is_Pow:
+            return power(e.base, e.exp)
+        inner = 0.0
+        for a in e.args:                      # a function: expand works inside its argument
+            terms, w = walk(a)
+            inner += terms + w
+        return 1.0, inner
+
+    def power(base, exp):
+        if (base, exp) not in memo:
+            ways = [whole(base, exp)]
+            if exp.is_Rational and base.is_Mul:     # (x/(a + b))**-64 is (a + b)**64/x**64
+                parts = [power(f, exp) for f in base.args]
+                ways.append((math.prod(t for t, _ in parts), sum(w for _, w in parts)))
+            if exp.is_Rational and base.is_Pow and base.exp.is_Rational:
+                ways.append(power(base.base, base.exp * exp))
+            if exp.is_even and isinstance(base, sympy.Abs):    # abs(s)**2 is s**2 for a real s
+                ways.append(power(base.args[0], exp))
+            memo[base, exp] = (max(t for t, _ in ways), max(w for _, w in ways))
+        return memo[base, exp]
+
+    def whole(base, exp):
+        terms, inner = walk(base)
+        if not exp.is_Rational:             # a float exponent: sympy leaves the power whole
+            return 1.0, inner + terms
+        if exp < 0:                         # a denominator: one term, multiplied out within
+            return 1.0, sum(whole(base, -exp))
+        # (a + b)**(5/2) = (a + b)**2 * sqrt(a + b), multiplied out
+        return monomials(int(exp), terms), inner + (0.0 if exp.is_Integer else terms)
+
+    return walk(expr)
 
 
 def _same(recipe, label, i, j, sign, values) -> bool:
@@ -80,7 +121,7 @@ def _same(recipe, label, i, j, sign, values) -> bool:
     cos(theta_2)**20)."""
     m = (recipe.D if label == "D" else recipe.Q).sym
     gap = m[i, j] - sign * m[j, i]
-    if gap == 0 or (expanded_terms(gap) <= EXPAND_TERMS and sympy.expand(gap) == 0):
+    if gap == 0 or multiplied_out(gap) == 0:
         return True
     if label not in values:
         z, u, g = probe_points(recipe)
