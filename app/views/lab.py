@@ -40,6 +40,7 @@ SUMMARY_CSS = """
 :host(.present) .ab-numbers { font-size: 30px; }
 :host(.present) .ab-ratio { font-size: 20px; }
 """
+BUILDING_HTML = "<div class='lab-building' style='font-size:15px;color:#555'>building the run…</div>"
 TEXT_EVERY_S = 0.25    # the metrics numbers refresh 4 times a second (see RunPlots.update)
 
 
@@ -196,7 +197,8 @@ class LabView(Viewer):
         self.plots = [RunPlots(run, side, run.label, log_view) for run, side in zip(lab.runs, lab.sides)]
         for p, side in zip(self.plots, lab.sides):
             p.show_metrics(p.last_metrics | self._extra(side))
-        self.summary.object = summary_html(lab.sides, [p.last_metrics for p in self.plots])
+        self.summary.object = (summary_html(lab.sides, [p.last_metrics for p in self.plots]) if lab.sides else
+                               BUILDING_HTML if lab.building else "")
         self.plot_area.objects = [p.layout() for p in self.plots]
         self._fresh = True            # the next frame waits one round, for Panel to send the new figures
         if self.kl is None or len(self.kl.sources) != len(self.plots):

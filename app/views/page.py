@@ -12,6 +12,7 @@ from ..model.lab import Lab
 from ..model.reasons import Notice, NoticeKind
 from ..model.urlstate import apply_query, parse_search, query_string
 from .figures import FiguresView
+from .frame_loop import session_schedule
 from .lab import LabView
 from .lessons import LessonsView
 
@@ -24,7 +25,8 @@ class AppView(Viewer):
         query = parse_search(search)
         self.config = LabConfig()
         errors = apply_query(self.config, query)
-        self.lab = Lab(self.config)
+        # runs are built on a worker: the page opens (and other sessions play) meanwhile
+        self.lab = Lab(self.config, schedule=session_schedule(pn.state.curdoc))
         self._report_ignored(errors)
         self.lab_view = LabView(self.lab)
         tab = query.get("tab", "lab")
@@ -115,6 +117,8 @@ class AppView(Viewer):
     def _write_url(self, *_):
         """The URL holds the configuration the plots were built from: an edit that blocks the run
         (invalid D or Q) is not written, so a copied link always opens a working lab."""
+        if not self.lab.valid_config and self.lab.building:
+            return                 # the first build has not finished: its version change writes the URL
         search = query_string(self.lab.valid_config or self.config, self.nav())
         self._last_search = search
         if self._location.search != search:
