@@ -85,9 +85,18 @@ class ProtocolClient:
                 self.hist_id = _find_named(json.loads(content), "hist-A")
                 for part in (json.dumps({"msgid": "2", "msgtype": "PATCH-DOC"}), "{}", DOCUMENT_READY):
                     await ws.write_message(part)
-            elif kind == "PATCH-DOC" and self.hist_id and f'"id":"{self.hist_id}"' in content:
-                self.frames += 1      # the histogram changes once per frame
+            elif kind == "PATCH-DOC":
+                self.on_patch(content)
+                if self.hist_id is None and '"hist-A"' in content:
+                    # the runs are built after the page opens: their figures arrive in a patch
+                    self.hist_id = _find_named(json.loads(content), "hist-A")
+                elif self.hist_id and f'"id":"{self.hist_id}"' in content:
+                    self.frames += 1      # the histogram changes once per frame
         ws.close()
+
+
+    def on_patch(self, content: str) -> None:
+        """Each change the server pushes (JSON text), for clients that look for more than frames."""
 
 
 def _find_named(obj, name):

@@ -123,3 +123,15 @@ def test_a_slow_d_cell_is_refused_within_five_seconds(cell, refused):
     loop.run()
     assert time.monotonic() - t0 < 5.0
     assert bool(lab.blocks or lab.notice) == refused
+
+
+def test_a_link_whose_d_is_refused_for_its_cost_opens_with_the_registered_recipe_blocked(monkeypatch):
+    monkeypatch.setattr(lab_module, "BUILD_LIMIT_S", 0.001)
+    loop = ManualLoop()
+    lab = Lab(LabConfig(potential="double-well", sampler="sgrhmc", chains=100, D=[["1", "0"], ["0", "1"]]),
+              schedule=loop)
+    lab.play()
+    loop.run()
+    block = lab.blocks["config"]
+    assert block.kind == BlockKind.RECIPE and "too expensive" in block.message
+    assert lab.runs and not lab.playing and lab.valid_config["D"] is None

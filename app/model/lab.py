@@ -84,8 +84,10 @@ TERM_WORD = {"gamma": "Γ", "friction": "friction", "noise_correction": "noise c
 class Side:
     """What the views need to know about one of the (one or two) samplers."""
 
-    def __init__(self, label, sampler, base_recipe=None, recipe=None, residual=None, term=None, edited_cells=False):
+    def __init__(self, label, sampler, base_recipe=None, recipe=None, residual=None, term=None, edited_cells=False,
+                 key=None):
         self.label, self.sampler = label, sampler
+        self.key = key                      # what the residual is cached under (None: no residual)
         self.base_recipe = base_recipe      # the registered recipe (None: not a recipe sampler or too big)
         self.recipe = recipe                # what actually runs (edited / naive switch applied)
         self.residual = residual
@@ -98,7 +100,7 @@ class Side:
         the sampler is a recipe, else as registered (naive or not)."""
         if self.residual is not None:
             return self.residual < RESIDUAL_OK
-        if self.recipe is not None and self.recipe is not self.base_recipe:
+        if self.base_recipe is not None and self.recipe is not self.base_recipe:
             return False        # an edit whose residual could not be computed is not known to be exact
         return not self.sampler.spec.naive
 
@@ -146,7 +148,7 @@ def _side(cfg, label, name, params, pot, editable) -> Side:
     base = s.recipe
     key = (pot.name, name, tuple(sorted(s.params.items(), key=str)), str(s.oracle.describe()))
     if base.numeric:      # D and Q are functions, not cells: nothing to edit, still a residual
-        return Side(label, s, None, base, residual(base, pot, key))
+        return Side(label, s, None, base, key=key)
     term = droppable_term(base)
     recipe = base
     if editable:
@@ -159,8 +161,8 @@ def _side(cfg, label, name, params, pot, editable) -> Side:
     edited = recipe is not base
     key = (pot.name, name, tuple(sorted(s.params.items(), key=str)), recipe.drop,
            str(cfg.D) if edited else "", str(cfg.Q) if edited else "", str(s.oracle.describe()))
-    return Side(label, s, base, recipe, residual(recipe, pot, key), term,
-                edited_cells=edited and (cfg.D is not None or cfg.Q is not None))
+    return Side(label, s, base, recipe, term=term, edited_cells=edited and (cfg.D is not None or cfg.Q is not None),
+                key=key)
 
 
 def _sides(cfg, pot, edits: bool) -> list[Side]:
@@ -209,6 +211,9 @@ def build(cfg: LabConfig, fallback: bool, have_runs: bool) -> Built:
     budget = Budget(built, cfg.chains)
     if budget.max_speed < 1:
         return Built(Block(BlockKind.SIZE, budget.refusal()))
+    for side in built:         # after the budget: a data posterior's residual takes seconds
+        if side.key is not None:
+            side.residual = residual(side.recipe, pot, side.key)
     try:
         runs = [LiveRun(side.sampler, cfg.chains, cfg.seed, cfg.burn, label=side.label) for side in built]
         if cfg.log_view:
@@ -244,6 +249,21 @@ class Budget:
         return (f"{self.chains} chains are too many for this sampler and target: one step would cost about "
                 f"{1e3 * self.step_s:.0f} ms, over one session's budget of {1e3 * FRAME_BUDGET_S:.0f} ms of the "
                 f"server per frame (at most {most} chains here)")
+
+
+def refused_first_build(cfg: LabConfig, why: str) -> Built:
+    """A link whose typed D and Q were refused for their cost opens, as one with invalid D and Q does, with
+    the registered recipe's run, blocked until the cells change; a refused typed U has nothing to fall back to."""
+    block_kind = BlockKind.RECIPE if cfg.D is not None or cfg.Q is not None else BlockKind.POTENTIAL
+    block = Block(block_kind, f"{why} — the run does not start until this is changed")
+    if block_kind is BlockKind.POTENTIAL:
+        return Built(block)
+    plain = snapshot(cfg)
+    plain.param.update(D=None, Q=None)
+    out = build(plain, False, False)
+    if out.runs is not None:
+        out.block = block
+    return out
 
 
 def _vm_bytes() -> int:
@@ -410,10 +430,12 @@ class Lab(param.Parameterized):
             return
         try:
             why = trial_build(cfg, fallback, have_runs) if typed_input(cfg) else None
-            if why is not None:
+            if why is None:
+                out = build(cfg, fallback, have_runs)
+            elif have_runs:
                 out = Built(notice=Notice(NoticeKind.REFUSED, f"{why}; the run on screen is the previous one."))
             else:
-                out = build(cfg, fallback, have_runs)
+                out = refused_first_build(cfg, why)
         except Exception as err:       # never lose a build silently: the session hears of it
             out = Built(Block(BlockKind.RUN, f"the run could not be built: {type(err).__name__}: {err}"))
         self.schedule(lambda: self._finish(build_id, out))

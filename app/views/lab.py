@@ -5,6 +5,7 @@ aggregates into the figures (see frame_loop.py); the loop stops with the session
 """
 from __future__ import annotations
 
+import asyncio
 import html
 import time
 
@@ -12,7 +13,7 @@ import panel as pn
 from bokeh.layouts import column
 from panel.viewable import Viewer
 
-from ..model.exports import file_name, samples_csv, samples_npz
+from ..model.exports import csv_tables, file_name, npz_arrays, write_csv, write_npz
 from ..model.lab import RESIDUAL_OK, Lab
 from ..model.reasons import Notice, NoticeKind
 from ..model.urlstate import to_query
@@ -263,13 +264,16 @@ class LabView(Viewer):
         self.lab.runs = []
 
     # -- exports ----------------------------------------------------------------------
-    def _csv(self):
+    # the files take most of a second to format for 10^5 rows: on a worker, so other sessions play on.
+    # What they hold is copied out of the live runs first, here on the loop, where the frames change them.
+    async def _csv(self):
         self.csv.filename = file_name(self.lab.runs, "csv")   # read by the widget after this returns
-        return samples_csv(self.lab.runs)
+        return await asyncio.get_running_loop().run_in_executor(None, write_csv, csv_tables(self.lab.runs))
 
-    def _npz(self):
+    async def _npz(self):
         self.npz.filename = file_name(self.lab.runs, "npz")
-        return samples_npz(self.lab.runs, to_query(self.cfg))
+        arrays = npz_arrays(self.lab.runs, to_query(self.cfg))
+        return await asyncio.get_running_loop().run_in_executor(None, write_npz, arrays)
 
     def __panel__(self):
         # compact keeps the page's flex nesting: in plain nested Columns BokehJS lays the figures out at zero width
