@@ -8,8 +8,11 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import lzma
 import sys
+import warnings
 import zipfile
+import zlib
 
 import numpy as np
 
@@ -135,6 +138,12 @@ def plain(text, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+# What reading an arbitrary file as a zip of .npy arrays can raise: a damaged deflate or LZMA stream, an unknown
+# compression method, an encrypted member (RuntimeError), JSON nested too deeply (RecursionError), ...
+DAMAGED = (ValueError, zipfile.BadZipFile, OSError, EOFError, zlib.error, lzma.LZMAError, NotImplementedError,
+           RuntimeError)
+
+
 def _npy_header(zf: zipfile.ZipFile, name: str):
     """Shape and dtype of an .npy member, read from its header alone (a zip bomb is never inflated)."""
     info = zf.getinfo(name)
@@ -161,7 +170,7 @@ def read_samples(path) -> tuple[np.ndarray, dict]:
         try:
             info, shape, dtype = _npy_header(zf, "theta.npy")
             minfo, mshape, mdtype = _npy_header(zf, "meta.npy")
-        except (ValueError, zipfile.BadZipFile, OSError, EOFError) as err:
+        except DAMAGED as err:
             raise UsageError(f"{plain(path)}: unreadable array header ({plain(err)})") from None
         if dtype.kind != "f" or dtype.fields is not None or len(shape) != 3:
             raise UsageError(f"theta must be a 3-d float array (kept, chains, dim), got {plain(dtype)} {shape}")
@@ -175,8 +184,10 @@ def read_samples(path) -> tuple[np.ndarray, dict]:
                 theta = np.lib.format.read_array(f, allow_pickle=False)
             with zf.open("meta.npy") as f:
                 meta = json.loads(str(np.lib.format.read_array(f, allow_pickle=False)))
-        except (ValueError, zipfile.BadZipFile, OSError, EOFError) as err:
+        except DAMAGED as err:
             raise UsageError(f"{plain(path)} is damaged ({plain(err)})") from None
+    if not np.isfinite(theta).all():
+        raise UsageError("theta holds NaN or infinite values: not written by 'sample' (it freezes diverged chains)")
     if not isinstance(meta, dict) or not isinstance(meta.get("potential"), str):
         raise UsageError("meta must be a JSON object naming its potential")
     if len(meta["potential"]) > MAX_SPEC:
@@ -189,14 +200,18 @@ def cmd_diagnose(args, out):
     pot = get_potential(meta["potential"])
     if theta.shape[2] != pot.dim:
         raise UsageError(f"theta has shape {theta.shape}, expected (kept, chains, {pot.dim})")
-    res = score(pot, theta)
-    ess = dg.ess_per_dim(theta) if theta.shape[0] >= 4 else np.full(pot.dim, np.nan)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        # finite but extreme samples (1e300) overflow in the statistics: nan on stdout, not warnings on stderr
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = score(pot, theta)
+        ess = dg.ess_per_dim(theta) if theta.shape[0] >= 4 else np.full(pot.dim, np.nan)
+        smallest = np.nanmin(ess)
     print(f"{plain(meta.get('sampler', '?'))} on {plain(meta['potential'])}: {theta.shape[0]} kept x "
           f"{theta.shape[1]} chains, {plain(meta.get('diverged', 0))} diverged", file=out)
     for key in ("kl", "tv", "ks"):
         if key in res:
             print(f"{key.upper():4s} {res[key]:.5f}", file=out)
-    print(f"ESS  {np.nanmin(ess):.1f} (smallest over coordinates)", file=out)
+    print(f"ESS  {smallest:.1f} (smallest over coordinates)", file=out)
 
 
 def cmd_reproduce(args, out):
@@ -222,10 +237,9 @@ def main(argv=None, out=None) -> int:
         args = build_parser().parse_args(argv)
         commands = {"list": cmd_list, "sample": cmd_sample, "diagnose": cmd_diagnose, "reproduce": cmd_reproduce}
         commands[args.command](args, out)
-    except UsageError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    except USER_ERRORS as err:
-        print(f"error: {str(err).splitlines()[0] if str(err) else type(err).__name__}", file=sys.stderr)
+    except (UsageError, *USER_ERRORS) as err:
+        # messages may quote a file's contents or an argument: one line, no terminal escapes
+        lines = str(err).splitlines()
+        print(f"error: {plain(lines[0], 300) if lines else type(err).__name__}", file=sys.stderr)
         return 2
     return 0

@@ -101,6 +101,33 @@ def _huge_header(path):
     return path
 
 
+def _compressed(path, method, damage=b""):
+    """A samples file zipped with `method`, its first member's data overwritten by `damage`."""
+    import io
+    import zipfile
+    arrays = {"theta": np.zeros((4, 3, 1)), "meta": np.array(json.dumps(GOOD_META))}
+    with zipfile.ZipFile(path, "w", method) as zf:
+        for name, arr in arrays.items():
+            buf = io.BytesIO()
+            np.lib.format.write_array(buf, arr)
+            zf.writestr(name + ".npy", buf.getvalue())
+    raw = bytearray(path.read_bytes())
+    start = 30 + len("theta.npy") + 20         # past the local header and into the compressed data
+    raw[start:start + len(damage)] = damage
+    path.write_bytes(bytes(raw))
+    return path
+
+
+def _unknown_method(path):
+    """Both headers of theta.npy claim compression method 99."""
+    raw = bytearray(_compressed(path, 0).read_bytes())
+    for magic, offset in ((b"PK\x03\x04", 8), (b"PK\x01\x02", 10)):
+        i = raw.find(magic)
+        raw[i + offset:i + offset + 2] = (99).to_bytes(2, "little")
+    path.write_bytes(bytes(raw))
+    return path
+
+
 GOOD_META = {"potential": "gaussian", "sampler": "sgld"}
 BAD_FILES = {
     "empty": lambda p: (p.write_bytes(b""), p)[1],
@@ -114,6 +141,14 @@ BAD_FILES = {
     "huge dirichlet": lambda p: _npz(p, np.zeros((2, 3, 2)), {"potential": "dirichlet:1e12,1"}),
     "long potential": lambda p: _npz(p, np.zeros((2, 3, 2)), {"potential": "dirichlet:" + ",".join(["1"] * 2000)}),
     "wrong dim": lambda p: _npz(p, np.zeros((2, 3, 5)), GOOD_META),
+    # each of these escaped as a traceback: RecursionError, zlib.error, LZMAError, NotImplementedError
+    "meta nested deeply": lambda p: _npz(p, np.zeros((2, 3, 1)), "[" * 5000),
+    "deflate damaged": lambda p: _compressed(p, 8, b"\xff" * 40),
+    "lzma damaged": lambda p: _compressed(p, 14, b"\x00" * 40),
+    "unknown compression": _unknown_method,
+    # and these gave numbers with warnings on stderr: `sample` never writes them (diverged chains are frozen)
+    "NaN theta": lambda p: _npz(p, np.full((8, 3, 1), np.nan), GOOD_META),
+    "infinite theta": lambda p: _npz(p, np.full((8, 3, 1), -np.inf), GOOD_META),
 }
 
 
@@ -131,6 +166,15 @@ def test_diagnose_prints_no_terminal_escapes_from_the_file(tmp_path, capsys):
     assert main(["diagnose", str(path)]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and out.startswith("sgld[2J]0;owned on gaussian")
+
+
+@pytest.mark.parametrize("meta", [{"potential": "\x1b[2Jgaussian"}, {"potential": "expr:x^^\x1b]0;owned\x07"}])
+def test_errors_print_no_terminal_escapes_from_the_file(meta, tmp_path, capsys):
+    path = _npz(tmp_path / "x.npz", np.zeros((8, 20, 1)), meta)
+    assert main(["diagnose", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    assert "\x1b" not in err and "\x07" not in err
 
 
 @pytest.mark.parametrize("args, message", [

@@ -260,3 +260,125 @@ def test_float_decimals_parse_to_the_double_the_numerics_use():
     e = parse_expression("1.22474*U + 2.0", ("U",), float_decimals=True)
     assert sympy.Float(1.22474) in e.atoms(sympy.Float) and sympy.Integer(2) in e.atoms(sympy.Integer)
     assert parse_expression("1.22474*U", ("U",)).atoms(sympy.Rational) >= {sympy.Rational(61237, 50000)}
+
+
+# -- typed cells cannot make a shared server hang (issue 16) --------------------------------------
+def _sghmc_2d():
+    """sghmc on a 2-D target: z = (theta_1, theta_2, r_1, r_2), as the lab edits it."""
+    base = build_sampler("sghmc", get_potential("banana")).recipe
+    return base, matrix_cells(base._raw[0]), matrix_cells(base._raw[1])
+
+
+def _build_timed(base, D, Q):
+    """edited_recipe's outcome (the recipe or its RecipeError) and its wall time."""
+    import time
+    start = time.monotonic()
+    try:
+        out = edited_recipe(base, D, Q, base.drop)
+    except RecipeError as err:
+        out = err
+    return out, time.monotonic() - start
+
+
+SUM6 = "(theta_1+theta_2+r_1+r_2+U+2)"
+
+
+@pytest.mark.parametrize("cell, limit", [
+    (SUM6 + "^16", "exponent at most 7 for a sum of 6 terms"),      # 26-158 s, then a RecursionError
+    (SUM6 + "^64", "exponent at most 7 for a sum of 6 terms"),      # never finished
+    ("1/" + SUM6 + "^12", "exponent at most 7 for a sum of 6 terms"),
+    ("(((theta_1+r_1)^2+r_2)^2+U)^2+(((theta_1+r_1)^2+r_2)^2+U)^4", "exponent at most 3 for a sum of 11 terms"),
+    ("*".join([SUM6] * 5), "multiply fewer sums together"),
+])
+def test_a_cell_too_large_multiplied_out_is_refused_at_once(cell, limit):
+    base, D, Q = _sghmc_2d()
+    D[2][2] = cell
+    err, seconds = _build_timed(base, D, Q)
+    assert isinstance(err, RecipeError) and err.cells == (("D", 2, 2),)
+    assert str(err).startswith("D[r_1,r_1]: too large multiplied out") and limit in str(err), str(err)
+    assert seconds < 1.0
+
+
+def test_a_cell_within_the_limit_still_builds():
+    base, D, Q = _sghmc_2d()
+    D[2][2] = SUM6 + "^6"           # 462 terms multiplied out
+    rec, seconds = _build_timed(base, D, Q)
+    assert isinstance(rec, Recipe) and seconds < 5.0
+
+
+def _nest(functions, inner, depth):
+    for k in range(depth):
+        inner = f"{functions[k % len(functions)]}({inner})"
+    return inner
+
+
+# cells at the parser's limits (depth 40, 400 characters or parts), every one of sghmc's 16 typed alike
+AT_THE_LIMITS = {
+    "functions": _nest(["sin", "cos", "tanh", "exp"], "theta_1+theta_2*r_1-U", 38),
+    "roots": _nest(["sqrt", "abs"], "theta_1+r_2", 38),
+    "fractions": "(" * 19 + "theta_1+1" + ")^-1+r_1" * 19,
+    "powers": "(" * 19 + "theta_1" + ")^64" * 19,
+    "largest power": SUM6 + "^7",
+    "power in exp": "exp(" + SUM6 + "^7)",
+    "root of a power": "sqrt(" + SUM6 + "^7)^3",
+    "mixed": "+".join(["sin(theta_1*r_1)^64", "cos(U)^64/(1+r_2^2)", "tanh(theta_2-U)^63", "abs(r_1-r_2)^(64)",
+                       "exp(-U^2)*log(1+theta_1^2)"] * 3),
+}
+
+
+@pytest.mark.parametrize("where", ["diagonal", "everywhere"])
+@pytest.mark.parametrize("case", sorted(AT_THE_LIMITS))
+def test_cells_at_the_parsers_limits_build_in_well_under_5_s(case, where):
+    """D symmetric, Q skew and D's diagonal an abs(): every check passes or fails only at the last one, PSD."""
+    base, _, _ = _sghmc_2d()
+    cell = AT_THE_LIMITS[case]
+    D = [[f"abs({cell})" if i == j else cell if where == "everywhere" else "0" for j in range(4)] for i in range(4)]
+    Q = [[("0" if i == j else cell if i < j else f"-({cell})") if where == "everywhere" else "0" for j in range(4)]
+         for i in range(4)]
+    out, seconds = _build_timed(base, D, Q)
+    assert isinstance(out, Recipe) or "positive semidefinite" in str(out), str(out)
+    assert seconds < 5.0, f"{case}: {seconds:.1f} s"
+
+
+def test_symmetry_is_not_asked_of_simplify():
+    """sympy.simplify compared these two for over 5 minutes."""
+    base, D, Q = _sghmc_2d()
+    D[2][3], D[3][2] = "sin(theta_1+r_1+r_2+U)^20", "cos(theta_2)^20"
+    err, seconds = _build_timed(base, D, Q)
+    assert isinstance(err, RecipeError) and err.cells == (("D", 2, 3), ("D", 3, 2))
+    assert str(err).startswith("D is not symmetric: D[r_1,r_2] = sin(")
+    assert seconds < 5.0
+
+
+@pytest.mark.parametrize("a, b", [
+    ("theta_1*(r_1+1)", "theta_1*r_1+theta_1"),                       # equal multiplied out
+    ("sin(theta_1+r_1)^2", "1-cos(r_1+theta_1)^2"),                   # equal at every probe point
+])
+def test_symmetric_cells_typed_differently_are_accepted(a, b):
+    base, D, Q = _sghmc_2d()
+    D[0][0] = D[1][1] = "10"
+    D[0][1], D[1][0] = f"0.01*{a}", f"0.01*({b})"
+    assert isinstance(_build_timed(base, D, Q)[0], Recipe)
+
+
+def test_a_derivation_out_of_stack_names_the_cell():
+    """Python compiles the drift, and sympy differentiates, by recursion: with little stack left (a server's
+    thread) a cell that parses can still exhaust it. The outcome is a RecipeError naming the cell, never a
+    RecursionError (which escaped to the server, and the edit silently did nothing)."""
+    import inspect
+    import sys
+    base, D, Q = _sghmc_2d()
+    D[2][2] = "(" * 19 + "theta_1+1" + ")^-1+r_1" * 19
+    depth, limit = len(inspect.stack()), sys.getrecursionlimit()
+    outcomes = []
+    for spare in range(100, 400, 10):
+        sys.setrecursionlimit(depth + spare)
+        try:
+            outcomes.append(edited_recipe(base, D, Q))
+        except RecipeError as err:
+            outcomes.append(err)
+        finally:
+            sys.setrecursionlimit(limit)
+    errors = [o for o in outcomes if isinstance(o, RecipeError)]
+    assert any("nested too deeply" in str(e) for e in errors)
+    assert all(e.cells == (("D", 2, 2),) for e in errors), [str(e) for e in errors]

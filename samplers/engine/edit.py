@@ -3,15 +3,21 @@
 Cells are expressions in the state variables (theta, r, xi, ... as the sampler names them)
 and U, the potential's value (so a metric like 1.5*sqrt(abs(U + 0.5)) works, and Gamma
 follows by the chain rule). Every error names the cell.
+
+A cell's size when multiplied out is bounded (MAX_CELL_TERMS): (theta_1 + theta_2 + r_1 + r_2 + U + 2)**16 has
+20,349 terms, and expanding it and its derivatives kept a core busy for minutes.
 """
 from __future__ import annotations
 
 import sympy
 from sympy.printing.str import StrPrinter
 
+from samplers.engine import validate
 from samplers.engine.recipe import Recipe
 from samplers.engine.symbols import RecipeError
 from samplers.targets.expr import ExpressionError, parse_expression
+
+MAX_CELL_TERMS = 1000
 
 
 def cell_variables(recipe: Recipe) -> tuple[str, ...]:
@@ -29,12 +35,33 @@ def parse_matrix(name: str, cells, recipe: Recipe) -> sympy.Matrix:
     for i, row in enumerate(cells):
         for j, text in enumerate(row):
             text = str(text).strip() or "0"
+            where = f"{name}[{recipe.sym.z[i]},{recipe.sym.z[j]}]"
             try:
                 expr = parse_expression(text, variables, float_decimals=True)
+                _check_growth(expr)
+                out[i, j] = expr.subs(u_plain, recipe.sym.U)
             except ExpressionError as err:
-                raise RecipeError(f"{name}[{recipe.sym.z[i]},{recipe.sym.z[j]}]: {err}", cells=[(name, i, j)]) from None
-            out[i, j] = expr.subs(u_plain, recipe.sym.U)
+                raise RecipeError(f"{where}: {err}", cells=[(name, i, j)]) from None
+            except RecursionError:
+                raise RecipeError(f"{where}: nested too deeply", cells=[(name, i, j)]) from None
     return out
+
+
+def _check_growth(expr) -> None:
+    terms = validate.expanded_terms(expr)
+    if terms <= MAX_CELL_TERMS:
+        return
+    count = f"{terms:,.0f}" if terms < 1e9 else "more than a billion"
+    message = f"too large multiplied out ({count} terms, at most {MAX_CELL_TERMS:,})"
+    # the innermost power that grows too large (its base alone does not) is the one to lower
+    bases = [validate.expanded_terms(p.base) for p in sympy.preorder_traversal(expr)
+             if p.is_Pow and p.exp.is_Rational and validate.monomials(int(abs(p.exp)), validate.expanded_terms(p.base))
+             > MAX_CELL_TERMS]
+    k = min((b for b in bases if b <= MAX_CELL_TERMS), default=None)
+    if k is None:
+        raise ExpressionError(f"{message}: multiply fewer sums together, or lower their exponents")
+    n = max(m for m in range(1, 65) if validate.monomials(m, k) <= MAX_CELL_TERMS)
+    raise ExpressionError(f"{message}: exponent at most {n} for a sum of {k:,.0f} terms")
 
 
 def _short_decimal(x: float) -> str | None:
@@ -82,5 +109,13 @@ def edited_recipe(base: Recipe, D_cells, Q_cells, drop=None) -> Recipe:
     """The base recipe's H and update order with the user's D and Q (validated: symmetric PSD, skew)."""
     D = parse_matrix("D", D_cells, base)
     Q = parse_matrix("Q", Q_cells, base)
-    return Recipe(base.name + " (edited)", base.sym, base.kinetic, D, Q, blocks=base.blocks,
-                  drop=base.drop if drop is None else drop, aux_box=base.aux_box, description=base.description)
+    try:
+        return Recipe(base.name + " (edited)", base.sym, base.kinetic, D, Q, blocks=base.blocks,
+                      drop=base.drop if drop is None else drop, aux_box=base.aux_box, description=base.description)
+    except RecursionError:
+        # sympy differentiates, and Python compiles the drift, by recursion: a deep cell can exhaust the stack
+        # (sooner in a server's thread). The base recipe builds, so the fault is in a typed cell: the largest.
+        name, i, j = max(((n, i, j) for n, m in (("D", D), ("Q", Q)) for i in range(m.rows) for j in range(m.cols)),
+                         key=lambda c: sympy.count_ops((D if c[0] == "D" else Q)[c[1], c[2]]))
+        raise RecipeError(f"{name}[{base.sym.z[i]},{base.sym.z[j]}]: nested too deeply to derive Γ from it",
+                          cells=[(name, i, j)]) from None

@@ -223,7 +223,9 @@ class Recipe:
             fi = q + (0 if (dropped and "friction" in self.drop) else dterm)
             if not (dropped and "gamma" in self.drop):
                 fi += self.Gamma.sym[i]
-            out.append(sympy.expand(fi))
+            # multiplied out when small (the registered recipes: their compiled drift is these sums); a typed
+            # cell may be a power of a sum that would multiply out to millions of terms
+            out.append(sympy.expand(fi) if validate.expanded_terms(fi) <= validate.EXPAND_TERMS else fi)
         return out
 
     def latex_sde(self) -> str:

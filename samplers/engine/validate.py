@@ -1,7 +1,10 @@
 """Checks of a recipe as it is built: shapes and finite entries, D symmetric and Q skew-symmetric (exactly,
 by sympy, or numerically at probe points), D positive semidefinite at probe points. Each error names the
-entry and its value."""
+entry and its value. And how large an expression grows when multiplied out, so that nothing typed makes
+sympy expand for minutes."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import sympy
@@ -20,14 +23,77 @@ def shapes(recipe, D, Q):
                 raise RecipeError(f"{name}[{i},{j}] = {e} is not finite", cells=[(name, i, j)])
 
 
+EXPAND_TERMS = 200   # expressions at most this large (expanded_terms) are multiplied out: a few ms
+
+
+def expanded_terms(expr) -> float:
+    """An upper bound on the terms sympy.expand(expr) builds, counting those inside function arguments and
+    denominators: (a + b + c)**n has C(n + 2, 2) terms, a product of sums the product of their counts."""
+    terms, inner = _growth(expr)
+    return terms + inner
+
+
+def monomials(n: int, k: float) -> float:
+    """Terms of a sum of k terms raised to the n-th power multiplied out, C(n + k - 1, n), as a float."""
+    if k <= 1 or n == 0:
+        return 1.0
+    if n > 10**6:               # (theta**64)**64**...: a sum of k >= 2 terms gives at least n + 1
+        return math.inf
+    out = 1.0
+    for m in range(1, n + 1):
+        out = out * (k - 1 + m) / m
+    return out
+
+
+def _growth(e) -> tuple[float, float]:
+    """(terms of e expanded, terms expanded inside it: arguments of functions, bases of roots and denominators)."""
+    if e.is_Add or e.is_Mul:
+        parts = [_growth(a) for a in e.args]
+        terms = sum(t for t, _ in parts) if e.is_Add else math.prod(t for t, _ in parts)
+        return terms, sum(w for _, w in parts)
+    if e.is_Pow:
+        terms, inner = _growth(e.base)
+        if not e.exp.is_Rational:          # a float exponent: sympy leaves the power whole
+            return 1.0, inner + terms
+        grown = monomials(int(abs(e.exp)), terms)   # (a + b)**(5/2) = (a + b)**2 * sqrt(a + b), multiplied out
+        rest = 0.0 if e.exp.is_Integer else terms
+        return (grown, inner + rest) if e.exp > 0 else (1.0, inner + rest + grown)
+    inner = 0.0
+    for a in e.args:                      # a function: expand works inside its argument
+        terms, w = _growth(a)
+        inner += terms + w
+    return 1.0, inner
+
+
+def _same(recipe, label, i, j, sign, values) -> bool:
+    """m[i, j] == sign * m[j, i]: exactly if the difference cancels as built or multiplied out, else at the probe
+    points (simplify, tried before, took over 5 minutes to compare sin(theta_1 + r_1 + r_2 + U)**20 with
+    cos(theta_2)**20)."""
+    m = (recipe.D if label == "D" else recipe.Q).sym
+    gap = m[i, j] - sign * m[j, i]
+    if gap == 0 or (expanded_terms(gap) <= EXPAND_TERMS and sympy.expand(gap) == 0):
+        return True
+    if label not in values:
+        z, u, g = probe_points(recipe)
+        field = recipe.D if label == "D" else recipe.Q
+        with np.errstate(all="ignore"):
+            values[label] = np.broadcast_to(field(z, u, g), (len(z), recipe.n, recipe.n))
+    a, b = values[label][:, i, j], sign * values[label][:, j, i]
+    finite = np.isfinite(a) & np.isfinite(b)
+    a, b = a[finite], b[finite]
+    scale = np.maximum(1.0, np.maximum(np.abs(a), np.abs(b)))
+    return bool(finite.any()) and bool(np.all(np.abs(a - b) <= 1e-9 * scale))
+
+
 def symmetry(recipe):
     D, Q, z = recipe.D.sym, recipe.Q.sym, recipe.sym.z
+    values = {}
     for i in range(recipe.n):
         for j in range(i, recipe.n):
-            if sympy.simplify(D[i, j] - D[j, i]) != 0:
+            if not _same(recipe, "D", i, j, 1, values):
                 raise RecipeError(f"D is not symmetric: D[{z[i]},{z[j]}] = {show(D[i, j])} but "
                                   f"D[{z[j]},{z[i]}] = {show(D[j, i])}", cells=[("D", i, j), ("D", j, i)])
-            if sympy.simplify(Q[i, j] + Q[j, i]) != 0:
+            if not _same(recipe, "Q", i, j, -1, values):
                 raise RecipeError(f"Q is not skew-symmetric: Q[{z[i]},{z[j]}] = {show(Q[i, j])} but "
                                   f"Q[{z[j]},{z[i]}] = {show(Q[j, i])} (should be {show(-Q[i, j])})",
                                   cells=[("Q", i, j), ("Q", j, i)])
