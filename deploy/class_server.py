@@ -36,6 +36,11 @@ TEMPLATE = Path(__file__).with_name("nginx.conf.template")
 EXTENSIONS = ("panel",)
 
 
+def nginx_binary() -> str | None:
+    # /usr/sbin is not on a non-root user's PATH on Debian
+    return shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/usr/local/sbin")
+
+
 def default_procs() -> int:
     return len(os.sched_getaffinity(0))
 
@@ -173,8 +178,8 @@ def _log_tail(path: Path, n: int = 2000) -> str:
 def start(port: int = 8080, procs: int | None = None, run_dir: Path = RUN_DIR, listen: str = "127.0.0.1",
           origins: tuple[str, ...] = (), timeout: float = 180.0, say=print) -> Deployment:
     """Start nginx and the Panel processes, wait until they serve, and return the running deployment."""
-    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
-    if not Path(nginx).exists():
+    nginx = nginx_binary()
+    if nginx is None:
         raise RuntimeError("nginx is not installed (Debian: apt-get install -y nginx)")
     run_dir = Path(run_dir).resolve()
     old = Deployment.load(run_dir)
