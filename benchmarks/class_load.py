@@ -34,7 +34,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from benchmarks.app_sessions import ProtocolClient, cpu_seconds
-from deploy.class_server import free_port, start
+from deploy.class_server import UNUSED_SESSION_MS, free_port, start
+
+LIFETIME_S = UNUSED_SESSION_MS / 1000     # the deployment's, set in main()
 
 PRESETS = {
     "banana/sghmc": "pot=banana&s=sghmc&n=1000&play=1",
@@ -65,6 +67,7 @@ class Student:
         self.client: ProtocolClient | None = None
         self.task: asyncio.Task | None = None
         self.error: str | None = None
+        self.page_at = self.ws_at = None      # when the page arrived, when its websocket was accepted
 
     async def open(self, pool, stop: asyncio.Event):
         try:
@@ -72,12 +75,28 @@ class Student:
         except Exception as e:            # noqa: BLE001 (a failed open is a figure, not the end of the run)
             self.error = f"open: {e!r}"[:200]
             return
+        self.page_at = time.monotonic()
         self.task = asyncio.create_task(self.client.run(stop))
+        await self.first_frame(FIRST_FRAME_TIMEOUT)
 
     async def first_frame(self, timeout: float):
         deadline = time.monotonic() + timeout
         while self.client and self.client.first_frame is None and not self.ended() and time.monotonic() < deadline:
+            if self.ws_at is None and self.client.ws_headers is not None:
+                self.ws_at = time.monotonic()
             await asyncio.sleep(0.05)
+        if self.ws_at is None and self.client and self.client.ws_headers is not None:
+            self.ws_at = time.monotonic()
+
+    @property
+    def ws_late(self) -> float | None:
+        """Seconds from the page to its websocket, when past the time the server keeps an unconnected
+        session: the server has dropped the page's session and Bokeh builds a new one from the token.
+        A browser's rebuilt lab plays (it sends its location); a protocol client's does not."""
+        if self.page_at is None or self.ws_at is None:
+            return None
+        gap = self.ws_at - self.page_at
+        return gap if gap > LIFETIME_S else None
 
     def ended(self) -> bool:
         return self.task is not None and self.task.done()
@@ -100,6 +119,8 @@ class Student:
             e = self.task.exception() if not self.task.cancelled() else None
             return f"websocket ended: {e!r}"[:200] if e else "websocket closed by the server"
         if self.client.first_frame is None:
+            if self.ws_late:
+                return f"no frame; its websocket came {self.ws_late:.1f} s after its page (a rebuilt session)"
             return "no frame"
         page = self.client.page_headers.get("X-Lab-Backend")
         if page and self.backend != page:
@@ -154,13 +175,11 @@ async def play(base: str, servers: Servers, args):
         for s in students:
             opening.append(asyncio.create_task(s.open(pool, stop)))
             await asyncio.sleep(args.pace)
-        await asyncio.gather(*opening)
-        await asyncio.gather(*(s.first_frame(FIRST_FRAME_TIMEOUT) for s in students))
+        await asyncio.gather(*opening)              # each open waits for its first frame
         hostile = None
         if args.hostile:
             hostile = Student("hostile", f"{base}?{HOSTILE}")
             await hostile.open(pool, stop)
-            await hostile.first_frame(FIRST_FRAME_TIMEOUT)
         await asyncio.sleep(2.5)                           # every lab in its steady state
         everyone = students + ([hostile] if hostile else [])
         f0 = {id(s): s.client.frames if s.client else 0 for s in everyone}
@@ -193,7 +212,7 @@ async def play(base: str, servers: Servers, args):
         print(rates_line("  the hostile session itself", [rates[id(hostile)]]))
         print(f"the hostile's first frame: {f'after {hostile.latency:.1f} s' if hostile.latency else 'none'}")
     print(latency_line("page open to first frame", [s.latency for s in students if s.latency is not None]))
-    report_errors(errors)
+    report_errors(errors, students)
 
 
 async def opens(base: str, servers: Servers, args):
@@ -207,8 +226,7 @@ async def opens(base: str, servers: Servers, args):
         for i, s in enumerate(students):
             await asyncio.sleep(max(0.0, t0 + i * gap - time.monotonic()))
             opening.append(asyncio.create_task(s.open(pool, stop)))
-        await asyncio.gather(*opening)
-        await asyncio.gather(*(s.first_frame(FIRST_FRAME_TIMEOUT) for s in students))
+        await asyncio.gather(*opening)              # each open waits for its first frame
         f0, t1 = [s.client.frames if s.client else 0 for s in students], time.monotonic()
         await asyncio.sleep(10.0)
         last = [(s.client.frames - f) / (time.monotonic() - t1) for s, f in zip(students, f0) if s.client]
@@ -224,10 +242,13 @@ async def opens(base: str, servers: Servers, args):
     print(latency_line(f"{args.opens} page opens over {args.open_seconds:.0f} s, to the first frame",
                        [s.latency for s in students if s.latency is not None]))
     print(rates_line("updates/s per session, 10 s after the last open (min / median)", last))
-    report_errors(errors)
+    report_errors(errors, students)
 
 
-def report_errors(errors: list[tuple[str, str]]):
+def report_errors(errors: list[tuple[str, str]], students: list[Student]):
+    late = [s.ws_late for s in students if s.ws_late]
+    print(f"websockets later than {LIFETIME_S:g} s (--unused-session-ms) after their page: {len(late)}"
+          + (f" (up to {max(late):.1f} s)" if late else ""))
     print(f"errors: {len(errors)}")
     for name, what in errors[:10]:
         print(f"  {name}: {what}")
@@ -242,8 +263,12 @@ def main():
     ap.add_argument("--opens", type=int, default=None, help="open-latency mode: this many page opens ...")
     ap.add_argument("--open-seconds", type=float, default=60.0, help="... spread evenly over this time")
     ap.add_argument("--procs", type=int, default=None, help="Panel processes (default: the number of cores)")
+    ap.add_argument("--unused-session-ms", type=int, default=UNUSED_SESSION_MS,
+                    help="the deployment's (class_server.py --unused-session-ms)")
     ap.add_argument("--url", default=None, help="a running deployment's lab URL (http://host:port/app)")
     args = ap.parse_args()
+    global LIFETIME_S
+    LIFETIME_S = args.unused_session_ms / 1000
     if args.sessions > 200 or (args.opens or 0) > 300 or args.minutes > 30:
         ap.error("bounded: at most 200 sessions, 300 opens, 30 minutes")
 
@@ -251,7 +276,8 @@ def main():
     dep = None
     if args.url is None:
         run_dir = Path(tempfile.mkdtemp(prefix="class-load-"))
-        dep = start(port=free_port(), procs=args.procs, run_dir=run_dir, say=lambda *_: None)
+        dep = start(port=free_port(), procs=args.procs, run_dir=run_dir, unused_session_ms=args.unused_session_ms,
+                    say=lambda *_: None)
         print(f"deployment: {len(dep.backends)} Panel processes behind nginx at {dep.url} (logs in {run_dir}/logs)")
     base = args.url or dep.url
     try:

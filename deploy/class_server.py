@@ -34,6 +34,10 @@ RUN_DIR = ROOT / "deploy" / "run"
 TEMPLATE = Path(__file__).with_name("nginx.conf.template")
 # Bokeh extensions whose static files nginx serves (the app's models are Bokeh's and Panel's)
 EXTENSIONS = ("panel",)
+# as the README's app command: a session no page connects to (a closed tab) is dropped after 5 s. It
+# counts from the page's GET, and in a class's opening burst a process can be busy building other
+# students' sessions for longer than that before it accepts the websocket (benchmarks/class_load.py)
+UNUSED_SESSION_MS = 5000
 
 
 def nginx_binary() -> str | None:
@@ -111,6 +115,7 @@ class Deployment:
     backends: list[int]                      # the Panel processes' ports, lab0, lab1, ...
     pids: dict[str, int] = field(default_factory=dict)   # "nginx", "lab0", ... -> pid
     listen: str = "127.0.0.1"
+    unused_session_ms: int = UNUSED_SESSION_MS
 
     @property
     def url(self) -> str:
@@ -176,7 +181,8 @@ def _log_tail(path: Path, n: int = 2000) -> str:
 
 
 def start(port: int = 8080, procs: int | None = None, run_dir: Path = RUN_DIR, listen: str = "127.0.0.1",
-          origins: tuple[str, ...] = (), timeout: float = 180.0, say=print) -> Deployment:
+          origins: tuple[str, ...] = (), timeout: float = 180.0, unused_session_ms: int = UNUSED_SESSION_MS,
+          say=print) -> Deployment:
     """Start nginx and the Panel processes, wait until they serve, and return the running deployment."""
     nginx = nginx_binary()
     if nginx is None:
@@ -188,7 +194,8 @@ def start(port: int = 8080, procs: int | None = None, run_dir: Path = RUN_DIR, l
     for sub in ("tmp", "logs"):
         (run_dir / sub).mkdir(parents=True, exist_ok=True)
     procs = procs or default_procs()
-    dep = Deployment(run_dir, port, [free_port() for _ in range(procs)], listen=listen)
+    dep = Deployment(run_dir, port, [free_port() for _ in range(procs)], listen=listen,
+                     unused_session_ms=unused_session_ms)
     (run_dir / "nginx.conf").write_text(nginx_conf(run_dir, port, dep.backends, listen))
 
     # one process per core: BLAS threads on top would only fight over the same cores
@@ -199,7 +206,7 @@ def start(port: int = 8080, procs: int | None = None, run_dir: Path = RUN_DIR, l
         for i, backend in enumerate(dep.backends):
             args = [sys.executable, "-m", "panel", "serve", "app", "--address", "127.0.0.1", "--port", str(backend),
                     "--num-procs", "1", "--use-xheaders", "--admin", "--liveness",
-                    "--unused-session-lifetime", "5000", "--check-unused-sessions", "1000"]
+                    "--unused-session-lifetime", str(unused_session_ms), "--check-unused-sessions", "1000"]
             for origin in allowed:
                 args += ["--allow-websocket-origin", origin]
             popen[f"lab{i}"] = _spawn(args, run_dir / "logs" / f"lab{i}.log", env)
@@ -326,6 +333,8 @@ def main(argv=None) -> int:
                     help="nginx's address (default 127.0.0.1; 0.0.0.0 for students on the network, with --origin)")
     ap.add_argument("--origin", action="append", default=[], metavar="HOST[:PORT]",
                     help="a name or address students open the lab by, e.g. 192.168.1.20:8080 (repeatable)")
+    ap.add_argument("--unused-session-ms", type=int, default=UNUSED_SESSION_MS,
+                    help=f"how long a session waits for its page to connect (default {UNUSED_SESSION_MS})")
     ap.add_argument("--foreground", action="store_true", help="start stays until SIGTERM (a container's entry point)")
     args = ap.parse_args(argv)
     if args.command == "stop":
@@ -336,7 +345,8 @@ def main(argv=None) -> int:
         print(status(args.run_dir))
         return 0
     try:
-        dep = start(args.port, args.procs, args.run_dir, args.listen, tuple(args.origin))
+        dep = start(args.port, args.procs, args.run_dir, args.listen, tuple(args.origin),
+                    unused_session_ms=args.unused_session_ms)
     except (RuntimeError, TimeoutError) as e:
         print(f"class_server: {e}", file=sys.stderr)
         return 1
