@@ -62,7 +62,10 @@ class ProtocolClient:
             html = r.read().decode()
             self.page_headers = r.headers
         self.token = re.search(r'"token":"([^"]+)"', html).group(1)
-        self.ws_url = url.split("?")[0].replace("http://", "ws://") + "/ws"
+        # with the page's query, as BokehJS connects (pull_session's args_string): a session the server
+        # rebuilds from the token (its page's was dropped, or lives in another process) reads its link from it
+        page, _, search = url.partition("?")
+        self.ws_url = page.replace("http://", "ws://") + "/ws" + (f"?{search}" if search else "")
         # the page's cookies go back with the websocket, as a browser's would (a proxy's affinity cookie)
         self.cookie = "; ".join(c.split(";")[0] for c in self.page_headers.get_all("Set-Cookie") or [])
         self.ws_headers = None

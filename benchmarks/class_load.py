@@ -91,8 +91,8 @@ class Student:
     @property
     def ws_late(self) -> float | None:
         """Seconds from the page to its websocket, when past the time the server keeps an unconnected
-        session: the server has dropped the page's session and Bokeh builds a new one from the token.
-        A browser's rebuilt lab plays (it sends its location); a protocol client's does not."""
+        session: the server has dropped the page's session and Bokeh builds the lab again from the
+        token and the websocket's query (the page's cost twice)."""
         if self.page_at is None or self.ws_at is None:
             return None
         gap = self.ws_at - self.page_at
@@ -120,7 +120,7 @@ class Student:
             return f"websocket ended: {e!r}"[:200] if e else "websocket closed by the server"
         if self.client.first_frame is None:
             if self.ws_late:
-                return f"no frame; its websocket came {self.ws_late:.1f} s after its page (a rebuilt session)"
+                return f"no frame; its websocket came {self.ws_late:.1f} s after its page (its lab built again)"
             return "no frame"
         page = self.client.page_headers.get("X-Lab-Backend")
         if page and self.backend != page:
@@ -247,7 +247,8 @@ async def opens(base: str, servers: Servers, args):
 
 def report_errors(errors: list[tuple[str, str]], students: list[Student]):
     late = [s.ws_late for s in students if s.ws_late]
-    print(f"websockets later than {LIFETIME_S:g} s (--unused-session-ms) after their page: {len(late)}"
+    print(f"websockets later than {LIFETIME_S:g} s (--unused-session-ms) after their page, their labs built "
+          f"twice: {len(late)}"
           + (f" (up to {max(late):.1f} s)" if late else ""))
     print(f"errors: {len(errors)}")
     for name, what in errors[:10]:
