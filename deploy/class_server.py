@@ -191,6 +191,13 @@ def start(port: int = 8080, procs: int | None = None, run_dir: Path = RUN_DIR, l
     old = Deployment.load(run_dir)
     if old is not None and any(old.alive().values()):
         raise RuntimeError(f"already running ({old.url}); stop it first: class_server.py stop")
+    # an nginx already on the port would answer the readiness check for this one, which could not bind
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)     # as nginx does: closed connections do not count
+        try:
+            s.bind((listen, port))
+        except OSError as e:
+            raise RuntimeError(f"port {port} on {listen} is taken ({e.strerror}): choose another with --port") from None
     for sub in ("tmp", "logs"):
         (run_dir / sub).mkdir(parents=True, exist_ok=True)
     procs = procs or default_procs()
@@ -220,7 +227,8 @@ def start(port: int = 8080, procs: int | None = None, run_dir: Path = RUN_DIR, l
     except BaseException:
         stop(run_dir)
         raise
-    say(f"serving the lab at {dep.url} ({procs} Panel processes behind nginx; logs in {run_dir / 'logs'})")
+    say(f"serving the lab at {dep.url} ({procs} Panel process{'es' if procs > 1 else ''} behind nginx; "
+        f"logs in {run_dir / 'logs'})")
     return dep
 
 
