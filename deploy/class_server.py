@@ -140,7 +140,7 @@ class Deployment:
         """The processes' pids and nginx's workers'."""
         pids = list(self.pids.values())
         nginx = self.pids.get("nginx")
-        return pids + ([c for c in _children(nginx)] if nginx and _running(nginx, "nginx") else [])
+        return pids + (_children(nginx) if nginx and _running(nginx, "nginx") else [])
 
     def stop(self, timeout: float = 15.0):
         stop(self.run_dir, timeout)
