@@ -14,11 +14,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import time
 from types import SimpleNamespace
 from urllib.parse import quote
-from urllib.request import urlopen
 
 from benchmarks.app_sessions import ProtocolClient, cpu_seconds
 from tests.app_browser_support import AppServer
@@ -66,12 +64,7 @@ class LinkClient(ProtocolClient):
     """A session opened from a raw link (it plays if the link says play=1)."""
 
     def __init__(self, server: AppServer, search: str):
-        t0 = self.opened = time.monotonic()
-        html = urlopen(f"{server.url}?{search}", timeout=120).read().decode()
-        self.open_s = time.monotonic() - t0
-        self.token = re.search(r'"token":"([^"]+)"', html).group(1)
-        self.ws_url = server.url.replace("http://", "ws://") + "/ws"
-        self.frames, self.hist_id = 0, None
+        super().__init__(None, url=f"{server.url}?{search}")
         self.alert_s = None       # when the first message box (a refusal, a block) reached the page
 
     def on_patch(self, content: str) -> None:
