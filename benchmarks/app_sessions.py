@@ -78,35 +78,37 @@ class ProtocolClient:
         request = HTTPRequest(self.ws_url, headers={"Cookie": self.cookie} if self.cookie else None)
         ws = await websocket_connect(request, subprotocols=["bokeh", self.token], max_message_size=1 << 30)
         self.ws_headers = ws.headers
-        parts = []
-        sent = False
-        while not stop.is_set():
-            frame = await ws.read_message()
-            if frame is None:
-                break
-            parts.append(frame)
-            header = json.loads(parts[0])
-            if len(parts) < 3 + int(header.get("num_buffers", 0)) * 2:
-                continue
-            content, parts = parts[2], []
-            kind = header["msgtype"]
-            if kind == "ACK" and not sent:
-                sent = True
-                for part in (json.dumps({"msgid": "1", "msgtype": "PULL-DOC-REQ"}), "{}", "{}"):
-                    await ws.write_message(part)
-            elif kind == "PULL-DOC-REPLY":
-                self.hist_id = _find_named(json.loads(content), "hist-A")
-                for part in (json.dumps({"msgid": "2", "msgtype": "PATCH-DOC"}), "{}", DOCUMENT_READY):
-                    await ws.write_message(part)
-            elif kind == "PATCH-DOC":
-                self.on_patch(content)
-                if self.hist_id is None and '"hist-A"' in content:
-                    # the runs are built after the page opens: their figures arrive in a patch
+        try:     # a cancelled client closes its socket: its session must see the page go
+            parts = []
+            sent = False
+            while not stop.is_set():
+                frame = await ws.read_message()
+                if frame is None:
+                    break
+                parts.append(frame)
+                header = json.loads(parts[0])
+                if len(parts) < 3 + int(header.get("num_buffers", 0)) * 2:
+                    continue
+                content, parts = parts[2], []
+                kind = header["msgtype"]
+                if kind == "ACK" and not sent:
+                    sent = True
+                    for part in (json.dumps({"msgid": "1", "msgtype": "PULL-DOC-REQ"}), "{}", "{}"):
+                        await ws.write_message(part)
+                elif kind == "PULL-DOC-REPLY":
                     self.hist_id = _find_named(json.loads(content), "hist-A")
-                elif self.hist_id and f'"id":"{self.hist_id}"' in content:
-                    self.frames += 1      # the histogram changes once per frame
-                    self.first_frame = self.first_frame or time.monotonic()
-        ws.close()
+                    for part in (json.dumps({"msgid": "2", "msgtype": "PATCH-DOC"}), "{}", DOCUMENT_READY):
+                        await ws.write_message(part)
+                elif kind == "PATCH-DOC":
+                    self.on_patch(content)
+                    if self.hist_id is None and '"hist-A"' in content:
+                        # the runs are built after the page opens: their figures arrive in a patch
+                        self.hist_id = _find_named(json.loads(content), "hist-A")
+                    elif self.hist_id and f'"id":"{self.hist_id}"' in content:
+                        self.frames += 1      # the histogram changes once per frame
+                        self.first_frame = self.first_frame or time.monotonic()
+        finally:
+            ws.close()
 
 
     def on_patch(self, content: str) -> None:

@@ -96,6 +96,7 @@ async def measure(server: AppServer, args) -> list[tuple]:
         t1 = time.monotonic()
         hostile_stop.set()
         task.cancel()
+        await asyncio.gather(task, return_exceptions=True)     # its socket closed: the session sees the page go
         times = [t0] + [t for t in probe.times if t0 <= t <= t1] + [t1]
         gaps = [b - a for a, b in zip(times, times[1:])]
         worst = max(range(len(gaps)), key=gaps.__getitem__)
