@@ -63,8 +63,9 @@ class AppServer:
     def server_errors(self) -> list[str]:
         """Tracebacks in the server log, less two races of a page that closes mid-frame, both harmless
         to the other sessions: Bokeh's, when the page's last message arrives after its session was
-        discarded (bokeh/server/connection.py: assert self._session). (A closed page's unsent frame is
-        kept out of the log by the app itself: app/views/frame_loop.py, quiet_closed_sockets.)"""
+        discarded (bokeh/server/connection.py: assert self._session; the app itself logs it as one line
+        since app/views/page.py, LateMessageFilter). (A closed page's unsent frame is kept out of the log
+        by the app itself: app/views/frame_loop.py, quiet_closed_sockets.)"""
         text = self.log.read_text(errors="replace")
         blocks = re.split(r"\n(?=\d{4}-\d\d-\d\d )", text)
         benign = ("assert self._session is not None",)
