@@ -96,6 +96,7 @@ class ProtocolClient:
                     for part in (json.dumps({"msgid": "1", "msgtype": "PULL-DOC-REQ"}), "{}", "{}"):
                         await ws.write_message(part)
                 elif kind == "PULL-DOC-REPLY":
+                    self.on_patch(content)
                     self.hist_id = _find_named(json.loads(content), "hist-A")
                     for part in (json.dumps({"msgid": "2", "msgtype": "PATCH-DOC"}), "{}", DOCUMENT_READY):
                         await ws.write_message(part)
@@ -112,7 +113,8 @@ class ProtocolClient:
 
 
     def on_patch(self, content: str) -> None:
-        """Each change the server pushes (JSON text), for clients that look for more than frames."""
+        """The document, then each change the server pushes (JSON text), for clients that look for more than
+        frames."""
 
 
 def _find_named(obj, name):
