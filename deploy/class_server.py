@@ -283,6 +283,11 @@ def stop(run_dir: Path = RUN_DIR, timeout: float = 15.0) -> list[int]:
             time.sleep(0.1)
         if _running(pid, name):
             os.kill(pid, signal.SIGKILL)
+            # SIGKILL is delivered asynchronously: wait until it has ended, so that stop means stopped
+            killed_by = time.monotonic() + 5.0
+            while _running(pid, name) and time.monotonic() < killed_by:
+                _reap(pid)
+                time.sleep(0.05)
         _reap(pid)
         (dep.run_dir / f"{name}.pid").unlink(missing_ok=True)
     (dep.run_dir / "state.json").unlink(missing_ok=True)

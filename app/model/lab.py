@@ -42,7 +42,9 @@ FRAME_BUDGET_S = 0.020         # one session's frame: at most this much of a cor
 UNIT_S = 30e-9                 # a step costs about this per chain x state variable x inner step (docs/notes/serving.md)
 BUILD_LIMIT_S = 4.0            # a build from typed D, Q or U that takes longer is refused
 BUILD_MEMORY = 1 << 30         # ... or that needs more than this much more memory
-_BUILDS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="lab-build")
+# one worker: builds share cached samplers, recipes and potentials (lazily filled), so two at once could race;
+# each session has at most one build waiting (a superseded one is dropped), so a queue stays short
+_BUILDS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lab-build")
 RESIDUAL_OK = 1e-4             # below this the (H, D, Q) counts as stationary (Residual.ok's default)
 _RESIDUAL_CACHE: dict = {}
 USER_ERRORS = (PotentialError, SamplerError, RecipeError, GradientError, ValueError, TypeError,

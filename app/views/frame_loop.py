@@ -12,8 +12,10 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from functools import partial
 
 import panel as pn
+from panel.io.state import set_curdoc
 from tornado.ioloop import IOLoop
 from tornado.websocket import WebSocketClosedError
 
@@ -51,9 +53,15 @@ def session_schedule(doc) -> Callable[[Callable], None] | None:
         return None
     io_loop = IOLoop.current()
 
+    def in_session(fn):
+        # as Panel runs its own callbacks: with this document current, so that what fn changes on Panel
+        # objects reaches the page (outside that context Panel defers, and such changes were lost)
+        with set_curdoc(doc):
+            fn()
+
     def on_loop(fn):
         try:
-            doc.add_next_tick_callback(fn)
+            doc.add_next_tick_callback(partial(in_session, fn))
         except Exception:      # the session has gone: nobody is waiting for the result
             pass
 
