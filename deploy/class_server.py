@@ -266,6 +266,8 @@ def stop(run_dir: Path = RUN_DIR, timeout: float = 15.0) -> list[int]:
     if dep is None:
         return []
     order = ["nginx"] + [n for n in dep.pids if n != "nginx"]
+    # nginx's workers too: its master can be past its deadline and killed before they have exited
+    workers = dep.all_pids()[len(dep.pids):]
     stopped = []
     for name in order:
         pid = dep.pids.get(name)
@@ -278,20 +280,30 @@ def stop(run_dir: Path = RUN_DIR, timeout: float = 15.0) -> list[int]:
         pid = dep.pids.get(name)
         if not pid:
             continue
-        while _running(pid, name) and time.monotonic() < deadline:
-            _reap(pid)
-            time.sleep(0.1)
-        if _running(pid, name):
-            os.kill(pid, signal.SIGKILL)
-            # SIGKILL is delivered asynchronously: wait until it has ended, so that stop means stopped
-            killed_by = time.monotonic() + 5.0
-            while _running(pid, name) and time.monotonic() < killed_by:
-                _reap(pid)
-                time.sleep(0.05)
-        _reap(pid)
+        _end(pid, name, deadline)
         (dep.run_dir / f"{name}.pid").unlink(missing_ok=True)
+    for pid in workers:
+        _end(pid, "nginx", deadline)
     (dep.run_dir / "state.json").unlink(missing_ok=True)
     return stopped
+
+
+def _end(pid: int, name: str, deadline: float):
+    """Wait for a signalled process until the deadline, then SIGKILL it and wait until it has ended."""
+    while _running(pid, name) and time.monotonic() < deadline:
+        _reap(pid)
+        time.sleep(0.1)
+    if _running(pid, name):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        # SIGKILL is delivered asynchronously: wait until it has ended, so that stop means stopped
+        killed_by = time.monotonic() + 5.0
+        while _running(pid, name) and time.monotonic() < killed_by:
+            _reap(pid)
+            time.sleep(0.05)
+    _reap(pid)
 
 
 def _reap(pid: int):
