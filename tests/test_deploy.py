@@ -115,7 +115,9 @@ def test_a_class_deployment_serves_static_files_from_nginx_keeps_each_session_on
         assert len(pids) == 4                # two Panel processes, nginx's master and its worker
     finally:
         dep.stop()
-    assert not [pid for pid in pids if alive(pid)]
+    # named with their state and command line, so that a process left behind says what it is
+    assert not [(pid, Path(f"/proc/{pid}/stat").read_text(errors="replace")[:120],
+                 Path(f"/proc/{pid}/cmdline").read_bytes()[:200]) for pid in pids if alive(pid)]
     assert not (tmp_path / "run" / "state.json").exists()
     with pytest.raises(OSError):
         get(dep.url)
