@@ -51,43 +51,70 @@ class ProtocolClient:
     machine recurses once per message and overflows the stack after about a thousand messages, so it
     cannot watch a live lab.)"""
 
-    def __init__(self, server: AppServer, args):
+    def __init__(self, server: AppServer | None, args=None, url: str | None = None):
+        """The page at server.url with args' query, or at url (a full URL with its query)."""
         from urllib.parse import urlencode
         from urllib.request import urlopen
-        html = urlopen(server.url + "?" + urlencode(query(args)), timeout=60).read().decode()
+        url = url or server.url + "?" + urlencode(query(args))
+        self.opened = time.monotonic()          # page-open latency: from here to first_frame
+        self.first_frame = None
+        with urlopen(url, timeout=60) as r:
+            html = r.read().decode()
+            self.page_headers = r.headers
         self.token = re.search(r'"token":"([^"]+)"', html).group(1)
-        self.ws_url = server.url.replace("http://", "ws://") + "/ws"
+        # with the page's query, as BokehJS connects (pull_session's args_string): a session the server
+        # rebuilds from the token (its page's was dropped, or lives in another process) reads its link from it
+        page, _, search = url.partition("?")
+        self.ws_url = page.replace("http://", "ws://") + "/ws" + (f"?{search}" if search else "")
+        # the page's cookies go back with the websocket, as a browser's would (a proxy's affinity cookie)
+        self.cookie = "; ".join(c.split(";")[0] for c in self.page_headers.get_all("Set-Cookie") or [])
+        self.ws_headers = None
         self.frames = 0
         self.hist_id = None
 
     async def run(self, stop):
         from tornado.httpclient import HTTPRequest
         from tornado.websocket import websocket_connect
-        ws = await websocket_connect(HTTPRequest(self.ws_url), subprotocols=["bokeh", self.token],
-                                     max_message_size=1 << 30)
-        parts = []
-        sent = False
-        while not stop.is_set():
-            frame = await ws.read_message()
-            if frame is None:
-                break
-            parts.append(frame)
-            header = json.loads(parts[0])
-            if len(parts) < 3 + int(header.get("num_buffers", 0)) * 2:
-                continue
-            content, parts = parts[2], []
-            kind = header["msgtype"]
-            if kind == "ACK" and not sent:
-                sent = True
-                for part in (json.dumps({"msgid": "1", "msgtype": "PULL-DOC-REQ"}), "{}", "{}"):
-                    await ws.write_message(part)
-            elif kind == "PULL-DOC-REPLY":
-                self.hist_id = _find_named(json.loads(content), "hist-A")
-                for part in (json.dumps({"msgid": "2", "msgtype": "PATCH-DOC"}), "{}", DOCUMENT_READY):
-                    await ws.write_message(part)
-            elif kind == "PATCH-DOC" and self.hist_id and f'"id":"{self.hist_id}"' in content:
-                self.frames += 1      # the histogram changes once per frame
-        ws.close()
+        request = HTTPRequest(self.ws_url, headers={"Cookie": self.cookie} if self.cookie else None)
+        ws = await websocket_connect(request, subprotocols=["bokeh", self.token], max_message_size=1 << 30)
+        self.ws_headers = ws.headers
+        try:     # a cancelled client closes its socket: its session must see the page go
+            parts = []
+            sent = False
+            while not stop.is_set():
+                frame = await ws.read_message()
+                if frame is None:
+                    break
+                parts.append(frame)
+                header = json.loads(parts[0])
+                if len(parts) < 3 + int(header.get("num_buffers", 0)) * 2:
+                    continue
+                content, parts = parts[2], []
+                kind = header["msgtype"]
+                if kind == "ACK" and not sent:
+                    sent = True
+                    for part in (json.dumps({"msgid": "1", "msgtype": "PULL-DOC-REQ"}), "{}", "{}"):
+                        await ws.write_message(part)
+                elif kind == "PULL-DOC-REPLY":
+                    self.on_patch(content)
+                    self.hist_id = _find_named(json.loads(content), "hist-A")
+                    for part in (json.dumps({"msgid": "2", "msgtype": "PATCH-DOC"}), "{}", DOCUMENT_READY):
+                        await ws.write_message(part)
+                elif kind == "PATCH-DOC":
+                    self.on_patch(content)
+                    if self.hist_id is None and '"hist-A"' in content:
+                        # the runs are built after the page opens: their figures arrive in a patch
+                        self.hist_id = _find_named(json.loads(content), "hist-A")
+                    elif self.hist_id and f'"id":"{self.hist_id}"' in content:
+                        self.frames += 1      # the histogram changes once per frame
+                        self.first_frame = self.first_frame or time.monotonic()
+        finally:
+            ws.close()
+
+
+    def on_patch(self, content: str) -> None:
+        """The document, then each change the server pushes (JSON text), for clients that look for more than
+        frames."""
 
 
 def _find_named(obj, name):

@@ -48,8 +48,9 @@ CHECK_LINE = re.compile(r"^[ \t]*\{\{check:([A-Za-z_][A-Za-z0-9_]*)\}\}[ \t]*$",
 DEMO_LINE = re.compile(r"^[ \t]*\{\{demo\}\}[ \t]*$", re.M)
 LADDER_LINE = re.compile(r"^[ \t]*\{\{(ladder)\}\}[ \t]*$", re.M)
 MARK_LINE = re.compile(f"{CHECK_LINE.pattern}|{DEMO_LINE.pattern}|{LADDER_LINE.pattern}", re.M)
+PAGES = "[0-9][0-9]-*.md"                  # the pages' file names, as a glob
 
-__all__ = ["Lesson", "parse_lesson", "load_lessons", "run_check", "FOLDER"]
+__all__ = ["Lesson", "parse_lesson", "load_lessons", "run_check", "FOLDER", "PAGES"]
 
 
 @dataclass
@@ -98,7 +99,7 @@ def load_lessons(folder=FOLDER, strict: bool = True) -> list[Lesson]:
     """Every `NN-*.md` page in folder, sorted by `order`; strict=False leaves out pages that do not
     parse (the app shows the rest rather than fail on one bad file)."""
     pages = []
-    for path in Path(folder).glob("[0-9][0-9]-*.md"):
+    for path in Path(folder).glob(PAGES):
         try:
             pages.append(parse_lesson(path))
         except (ValueError, TypeError, OSError, yaml.YAMLError):

@@ -28,20 +28,24 @@ def free_port() -> int:
 
 
 class AppServer:
-    """`panel serve app` on a free port, from the repository root, as the README runs it."""
+    """`panel serve app` on a free port, from the repository root, as the README runs it; `app` serves
+    another app directory (its URL path is the directory's name), `python_args` go before `-m panel`
+    (e.g. a profiler's), `env` adds to the environment (PANEL_LOG_LEVEL=INFO logs each session's
+    creation and destruction)."""
 
-    def __init__(self, extra_args=()):
+    def __init__(self, extra_args=(), app: str = "app", python_args=(), env=None):
         self.port = free_port()
-        self.url = f"http://localhost:{self.port}/app"
+        self.url = f"http://localhost:{self.port}/{Path(app).name}"
         self.log = ARTIFACTS / f"server-{self.port}.log"
         ARTIFACTS.mkdir(exist_ok=True)
         self._log = open(self.log, "w")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "panel", "serve", "app", "--port", str(self.port),
+            [sys.executable, *python_args, "-m", "panel", "serve", app, "--port", str(self.port),
              "--address", "127.0.0.1", "--allow-websocket-origin", f"localhost:{self.port}",
              "--allow-websocket-origin", f"127.0.0.1:{self.port}",
              "--unused-session-lifetime", "5000", "--check-unused-sessions", "1000", *extra_args],
-            cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, "BOKEH_LOG_LEVEL": "info"})
+            cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,
+            env={**os.environ, "BOKEH_LOG_LEVEL": "info", "BOKEH_VALIDATE_DOC": "true", **(env or {})})
 
     def wait(self, timeout: float = 90.0) -> AppServer:
         deadline = time.monotonic() + timeout
@@ -59,8 +63,9 @@ class AppServer:
     def server_errors(self) -> list[str]:
         """Tracebacks in the server log, less two races of a page that closes mid-frame, both harmless
         to the other sessions: Bokeh's, when the page's last message arrives after its session was
-        discarded (bokeh/server/connection.py: assert self._session). (A closed page's unsent frame is
-        kept out of the log by the app itself: app/views/frame_loop.py, quiet_closed_sockets.)"""
+        discarded (bokeh/server/connection.py: assert self._session; the app itself logs it as one line
+        since app/views/page.py, LateMessageFilter). (A closed page's unsent frame is kept out of the log
+        by the app itself: app/views/frame_loop.py, quiet_closed_sockets.)"""
         text = self.log.read_text(errors="replace")
         blocks = re.split(r"\n(?=\d{4}-\d\d-\d\d )", text)
         benign = ("assert self._session is not None",)

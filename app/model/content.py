@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lessons import Lesson, load_lessons
+from lessons import PAGES, Lesson, load_lessons
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS_DIR = ROOT / "lessons"
@@ -14,18 +14,42 @@ ASSETS_DIR = ROOT / "assets"
 IMAGE_EXT = {".png", ".jpg", ".jpeg", ".gif", ".svg"}
 TABLE_EXT = {".csv", ".md"}
 MAX_FILE_BYTES = 2_000_000
+# Every session that opens the Lessons section reads the same files: they are parsed once per process
+# and again when one changes (its modification time or size). The Lesson objects are shared, read only.
+_PARSED: dict = {}
+
+
+def _stamp(paths) -> tuple | None:
+    try:
+        return tuple((str(p), p.stat().st_mtime_ns, p.stat().st_size) for p in paths)
+    except OSError:
+        return None
+
+
+def _parsed(key, stamp, parse):
+    if stamp is None:
+        return parse()
+    hit = _PARSED.get(key)
+    if hit is None or hit[0] != stamp:
+        hit = _PARSED[key] = (stamp, parse())
+    return hit[1]
 
 
 def list_lessons(folder: Path = LESSONS_DIR) -> list:
     """The course's pages, parsed by the lessons package; a malformed page is left out, not fatal."""
-    return load_lessons(folder, strict=False)
+    stamp = _stamp(sorted(Path(folder).glob(PAGES)))
+    return list(_parsed(("lessons", str(folder)), stamp, lambda: load_lessons(folder, strict=False)))
 
 
 def errata_page(path: Path = ERRATA) -> Lesson | None:
     """docs/errata.md as a page of the Lessons section (the lessons link to it): no front matter, no demo,
     no checks; its title is its first heading. None if the file is missing or unreadable."""
+    return _parsed(("errata", str(path)), _stamp([Path(path)]), lambda: _errata(Path(path)))
+
+
+def _errata(path: Path) -> Lesson | None:
     try:
-        body = Path(path).read_text(encoding="utf-8")
+        body = path.read_text(encoding="utf-8")
     except OSError:
         return None
     title = next((line[2:].strip() for line in body.splitlines() if line.startswith("# ")), "Errata")

@@ -34,27 +34,34 @@ def file_name(runs: list[LiveRun], ext: str) -> str:
     return f"{name[:120]}.{ext}"
 
 
-def samples_csv(runs: list[LiveRun]) -> io.StringIO:
+def csv_tables(runs: list[LiveRun]) -> list[tuple]:
+    """What the CSV holds, copied out of the live runs (cheap; the formatting is not: see write_csv)."""
+    return [(run.label, run.sampler.name, _columns(run), *kept(run)) for run in runs]
+
+
+def write_csv(tables: list[tuple]) -> io.StringIO:
     """One row per kept (step, chain) and run: run, sampler, chain, alive, step, then theta and the auxiliary
-    variables."""
+    variables. (Formatting 10^5 rows takes most of a second: the app runs this on a worker.)"""
     out = io.StringIO()
-    for k, run in enumerate(runs):
-        cols = _columns(run)
-        if k == 0 or cols != _columns(runs[0]):
+    for k, (label, sampler, cols, steps, states, alive) in enumerate(tables):
+        if k == 0 or cols != tables[0][2]:
             out.write(",".join(["run", "sampler", "chain", "alive", "step"] + cols) + "\n")
-        steps, states, alive = kept(run)
         n_steps, chains, _ = states.shape
         chain = np.tile(np.arange(chains), n_steps)
         step = np.repeat(steps, chains)
         numbers = np.column_stack([chain, alive.reshape(-1), step, states.reshape(n_steps * chains, -1)])
-        prefix = f"{run.label},{run.sampler.name},".replace("%", "%%")
+        prefix = f"{label},{sampler},".replace("%", "%%")
         fmt = prefix + "%d,%d,%d," + ",".join(["%.17g"] * states.shape[2])
         np.savetxt(out, numbers, fmt=fmt)
     out.seek(0)
     return out
 
 
-def samples_npz(runs: list[LiveRun], config: dict) -> io.BytesIO:
+def samples_csv(runs: list[LiveRun]) -> io.StringIO:
+    return write_csv(csv_tables(runs))
+
+
+def npz_arrays(runs: list[LiveRun], config: dict) -> dict:
     """Per run (prefix a_, b_): the kept states z (steps, chains, n), theta, alive and steps, the column names,
     histogram counts and edges; config as JSON."""
     arrays = {"config": np.array(json.dumps(config, default=str))}
@@ -66,10 +73,18 @@ def samples_npz(runs: list[LiveRun], config: dict) -> io.BytesIO:
         arrays[p + "alive"] = alive
         arrays[p + "steps"] = steps
         arrays[p + "names"] = np.array(_columns(run))
-        arrays[p + "hist_counts"] = run.joint_counts
+        arrays[p + "hist_counts"] = run.joint_counts.copy()
         for i, e in enumerate(run.edges):
             arrays[p + f"hist_edges_{i}"] = e
+    return arrays
+
+
+def write_npz(arrays: dict) -> io.BytesIO:
     buf = io.BytesIO()
     np.savez_compressed(buf, **arrays)
     buf.seek(0)
     return buf
+
+
+def samples_npz(runs: list[LiveRun], config: dict) -> io.BytesIO:
+    return write_npz(npz_arrays(runs, config))

@@ -3,8 +3,23 @@
 The lab says why it cannot run (`blocks`, one `Block` per source) and why it stopped (`notice`)
 as structured values (see reasons.py). Every error a user can cause ends there, never in an
 exception escaping to the server.
+
+On a server the lab is one session among many on one event loop, so two things are bounded:
+- building (sympy derivations, lambdify, a target's normalisation, a data posterior's residual)
+  runs on a worker thread, and a build from typed D, Q or U first runs in a forked process with a
+  time and memory limit (`trial_build`): sympy cannot be interrupted, a process can be killed;
+- a frame costs at most FRAME_BUDGET_S of a core (`Budget`): the speed is lowered to what fits,
+  and a run whose single step does not fit is refused.
 """
 from __future__ import annotations
+
+import dataclasses
+import multiprocessing as mp
+import resource
+import signal
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import param
@@ -23,6 +38,13 @@ from .presets import MAX_RECIPE_DIM, TYPED, load_potential
 from .reasons import Block, BlockKind, Notice, NoticeKind
 
 MAX_STATE = 4_000_000          # chains x state size: beyond this one session would hog the server
+FRAME_BUDGET_S = 0.020         # one session's frame: at most this much of a core (FRAME_MS is 40)
+UNIT_S = 30e-9                 # a step costs about this per chain x state variable x inner step (docs/notes/serving.md)
+BUILD_LIMIT_S = 4.0            # a build from typed D, Q or U that takes longer is refused
+BUILD_MEMORY = 1 << 30         # ... or that needs more than this much more memory
+# one worker: builds share cached samplers, recipes and potentials (lazily filled), so two at once could race;
+# each session has at most one build waiting (a superseded one is dropped), so a queue stays short
+_BUILDS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lab-build")
 RESIDUAL_OK = 1e-4             # below this the (H, D, Q) counts as stationary (Residual.ok's default)
 _RESIDUAL_CACHE: dict = {}
 USER_ERRORS = (PotentialError, SamplerError, RecipeError, GradientError, ValueError, TypeError,
@@ -44,11 +66,13 @@ def residual(recipe, pot, key) -> float | None:
     try:
         # a numeric Q (QNHMC's L-BFGS operator) costs in proportion to the state's size at every point
         points = max(1000, 40000 // recipe.n) if recipe.numeric else 20000
+        if pot.data is not None:     # every point sums over the whole data set
+            points = 2000
         with np.errstate(all="ignore"):
             value = float(stationarity_residual(recipe, pot, n_random=points).relative)
         if not np.isfinite(value):
             value = None
-    except Exception:   # a user's D may be singular somewhere on the grid: no badge then
+    except Exception:   # a user's D may be singular somewhere on the grid: no badge then (and no ✓)
         value = None
     _RESIDUAL_CACHE[key] = value
     if len(_RESIDUAL_CACHE) > 512:
@@ -62,8 +86,10 @@ TERM_WORD = {"gamma": "Γ", "friction": "friction", "noise_correction": "noise c
 class Side:
     """What the views need to know about one of the (one or two) samplers."""
 
-    def __init__(self, label, sampler, base_recipe=None, recipe=None, residual=None, term=None, edited_cells=False):
+    def __init__(self, label, sampler, base_recipe=None, recipe=None, residual=None, term=None, edited_cells=False,
+                 key=None):
         self.label, self.sampler = label, sampler
+        self.key = key                      # what the residual is cached under (None: no residual)
         self.base_recipe = base_recipe      # the registered recipe (None: not a recipe sampler or too big)
         self.recipe = recipe                # what actually runs (edited / naive switch applied)
         self.residual = residual
@@ -76,6 +102,8 @@ class Side:
         the sampler is a recipe, else as registered (naive or not)."""
         if self.residual is not None:
             return self.residual < RESIDUAL_OK
+        if self.base_recipe is not None and self.recipe is not self.base_recipe:
+            return False        # an edit whose residual could not be computed is not known to be exact
         return not self.sampler.spec.naive
 
     @property
@@ -92,6 +120,207 @@ class Side:
         return f"{'' if self.exact else 'naive '}{stem} ({', '.join(changes)})"
 
 
+@dataclasses.dataclass
+class Built:
+    """What a build produced: new runs (runs not None), or the reason there are none (the old runs stay)."""
+    block: Block | None = None         # the config's block: with runs, the edit that was set aside
+    pot: object = None
+    sides: list = dataclasses.field(default_factory=list)
+    runs: list | None = None
+    valid: dict = dataclasses.field(default_factory=dict)
+    notice: Notice | None = None       # the build was refused for its cost: the old runs keep playing
+
+
+def snapshot(config: LabConfig) -> LabConfig:
+    """A copy of the configuration a worker can read while the user goes on editing the original."""
+    return LabConfig(**{k: v for k, v in config.param.values().items() if k != "name"})
+
+
+def typed_input(cfg: LabConfig) -> bool:
+    """Does the configuration hold text a user typed for sympy (D, Q cells, or U)? Only such builds can
+    be arbitrarily slow: registered samplers on preset targets are bounded by the chains' limit."""
+    return cfg.D is not None or cfg.Q is not None or cfg.potential.startswith(TYPED)
+
+
+def _side(cfg, label, name, params, pot, editable) -> Side:
+    batch = cfg.batch if pot.data is not None else None
+    s = build_sampler(name, pot, None if batch else cfg.V, batch, **params)
+    if s.spec.recipe is None or pot.dim > MAX_RECIPE_DIM:
+        return Side(label, s)
+    base = s.recipe
+    key = (pot.name, name, tuple(sorted(s.params.items(), key=str)), str(s.oracle.describe()))
+    if base.numeric:      # D and Q are functions, not cells: nothing to edit, still a residual
+        return Side(label, s, None, base, key=key)
+    term = droppable_term(base)
+    recipe = base
+    if editable:
+        drop = base.drop if cfg.naive is None else (frozenset({term}) if cfg.naive else frozenset())
+        if cfg.D is not None or cfg.Q is not None or drop != base.drop:
+            D = cfg.D if cfg.D is not None else matrix_cells(base._raw[0])
+            Q = cfg.Q if cfg.Q is not None else matrix_cells(base._raw[1])
+            recipe = edited_recipe(base, D, Q, drop)
+            s = s.with_recipe(recipe)
+    edited = recipe is not base
+    key = (pot.name, name, tuple(sorted(s.params.items(), key=str)), recipe.drop,
+           str(cfg.D) if edited else "", str(cfg.Q) if edited else "", str(s.oracle.describe()))
+    return Side(label, s, base, recipe, term=term, edited_cells=edited and (cfg.D is not None or cfg.Q is not None),
+                key=key)
+
+
+def _sides(cfg, pot, edits: bool) -> list[Side]:
+    sides = [("A", cfg.sampler, cfg.params, edits)]
+    if cfg.compare:
+        sides.append(("B", cfg.sampler_b, cfg.params_b, False))
+    built = []
+    for label, name, params, editable in sides:
+        try:
+            built.append(_side(cfg, label, name, params, pot, editable))
+        except RecipeError:
+            raise
+        except USER_ERRORS as err:
+            raise SamplerError(f"{name}: {err}") from err
+    return built
+
+
+def build(cfg: LabConfig, fallback: bool, have_runs: bool) -> Built:
+    """New runs from the configuration, or why not. Pure: reads `cfg`, touches no Lab (a worker runs it).
+
+    Invalid D/Q with nothing on screen yet (a link), or on `fallback` (Reset), run the registered
+    recipe instead, still blocked: the plots show something true while the editor shows the fault."""
+    try:
+        pot = load_potential(cfg.potential)
+    except USER_ERRORS as err:
+        return Built(Block(BlockKind.POTENTIAL, f"potential: {err}"))
+    recipe_block, edits = None, True
+    try:
+        built = _sides(cfg, pot, edits=True)
+    except RecipeError as err:
+        recipe_block = Block(BlockKind.RECIPE, f"D and Q of {cfg.sampler}: {err} — the run does not start "
+                                               "until this is fixed (or Revert D and Q)", cells=err.cells)
+        if have_runs and not fallback:
+            return Built(recipe_block)
+        edits = False
+        try:
+            built = _sides(cfg, pot, edits=False)
+        except USER_ERRORS as err2:
+            return Built(Block(BlockKind.SAMPLER, str(err2)))
+    except USER_ERRORS as err:
+        return Built(Block(BlockKind.SAMPLER, str(err)))
+    n = max(side.sampler.n for side in built)
+    if cfg.chains * n > MAX_STATE:
+        return Built(Block(BlockKind.SIZE, f"{cfg.chains} chains of a {n}-variable state are too many "
+                                           f"for one session (at most {MAX_STATE // n})"))
+    budget = Budget(built, cfg.chains)
+    if budget.max_speed < 1:
+        return Built(Block(BlockKind.SIZE, budget.refusal()))
+    for side in built:         # after the budget: a data posterior's residual takes seconds
+        if side.key is not None:
+            side.residual = residual(side.recipe, pot, side.key)
+    try:
+        runs = [LiveRun(side.sampler, cfg.chains, cfg.seed, cfg.burn, label=side.label) for side in built]
+        if cfg.log_view:
+            for run in runs:
+                run.enable_log_marginal()
+    except USER_ERRORS as err:
+        return Built(Block(BlockKind.RUN, str(err)))
+    valid = {k: v for k, v in cfg.param.values().items() if k != "name"}
+    if not edits:
+        valid.update(D=None, Q=None, naive=None)
+    return Built(recipe_block, pot, built, runs, valid)
+
+
+class Budget:
+    """What one step of the runs costs, in units of UNIT_S: chains x state size x inner steps (HMC's
+    leapfrog steps L) x examples per gradient (a minibatch's size), summed over the sides; and so how
+    many steps fit in one frame of FRAME_BUDGET_S."""
+
+    def __init__(self, sides, chains: int):
+        self.chains = int(chains)
+        self.per_chain = sum(self._per_chain(side.sampler) for side in sides)
+        self.step_s = self.chains * self.per_chain * UNIT_S
+        self.max_speed = int(FRAME_BUDGET_S // self.step_s) if self.step_s > 0 else 10**9
+
+    @staticmethod
+    def _per_chain(sampler) -> float:
+        inner = float(sampler.params.get("L") or 1)
+        batch = float(getattr(sampler.oracle, "batch", 1) or 1)
+        return sampler.n * inner * batch
+
+    def refusal(self) -> str:
+        most = int(FRAME_BUDGET_S / (self.per_chain * UNIT_S))
+        return (f"{self.chains} chains are too many for this sampler and target: one step would cost about "
+                f"{1e3 * self.step_s:.0f} ms, over one session's budget of {1e3 * FRAME_BUDGET_S:.0f} ms of the "
+                f"server per frame (at most {most} chains here)")
+
+
+def refused_first_build(cfg: LabConfig, why: str) -> Built:
+    """A link whose typed D and Q were refused for their cost opens, as one with invalid D and Q does, with
+    the registered recipe's run, blocked until the cells change; a refused typed U has nothing to fall back to."""
+    block_kind = BlockKind.RECIPE if cfg.D is not None or cfg.Q is not None else BlockKind.POTENTIAL
+    block = Block(block_kind, f"{why} — the run does not start until this is changed")
+    if block_kind is BlockKind.POTENTIAL:
+        return Built(block)
+    plain = snapshot(cfg)
+    plain.param.update(D=None, Q=None)
+    out = build(plain, False, False)
+    if out.runs is not None:
+        out.block = block
+    return out
+
+
+def _vm_bytes() -> int:
+    return int(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmSize"))) * 1024
+
+
+def _trial(conn, cfg, fallback, have_runs):
+    """In a forked process: build once and say how it went (the objects themselves do not pickle)."""
+    signal.set_wakeup_fd(-1)         # see ladder._work: the server's signals are not ours
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
+    limit = None
+    try:
+        limit = _vm_bytes() + BUILD_MEMORY
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    except (OSError, ValueError, StopIteration):
+        pass
+    try:
+        out = build(cfg, fallback, have_runs)
+        conn.send(("ok", out.block))
+    except RecursionError:
+        conn.send(("recursion", None))
+    except Exception as err:
+        # out of address space, C extensions fail in their own words (MemoryError, SystemError, ...)
+        short = isinstance(err, MemoryError) or (limit is not None and limit - _vm_bytes() < BUILD_MEMORY // 4)
+        conn.send(("memory", None) if short else ("error", f"{type(err).__name__}: {err}"))
+    finally:
+        conn.close()
+
+
+def trial_build(cfg: LabConfig, fallback: bool, have_runs: bool, limit_s: float | None = None) -> str | None:
+    """None when building `cfg` finishes within the limits in a forked process, else why not (a sentence)."""
+    limit_s = BUILD_LIMIT_S if limit_s is None else limit_s
+    here, there = mp.Pipe(duplex=False)
+    proc = mp.get_context("fork").Process(target=_trial, args=(there, cfg, fallback, have_runs), daemon=True)
+    proc.start()
+    there.close()
+    try:
+        kind, value = here.recv() if here.poll(limit_s) else ("time", None)
+    except (EOFError, OSError):
+        kind, value = "memory", None   # killed by the memory limit before it could say so
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join(timeout=1)
+        here.close()
+    what = "this D and Q" if cfg.D is not None or cfg.Q is not None else "this potential"
+    if kind == "ok":
+        return None
+    return {"time": f"{what} is too expensive to build: it took longer than {limit_s:g} s",
+            "memory": f"{what} is too expensive to build: it needs more than {BUILD_MEMORY >> 20} MB",
+            "recursion": f"{what} is nested too deeply to differentiate",
+            }.get(kind, f"{what} cannot be built: {value}")
+
+
 class Lab(param.Parameterized):
     """Runs the configured samplers and reports on them."""
 
@@ -101,15 +330,25 @@ class Lab(param.Parameterized):
     blocks = param.Dict(default={}, doc="source ('config', 'potential') -> the Block that keeps the run from starting")
     version = param.Integer(default=0, doc="bumped whenever the runs are rebuilt")
     stepped = param.Event(doc="a single step was taken outside the frame loop")
+    building = param.Boolean(default=False, doc="a build is under way on a worker")
+    speed_limit = param.Integer(default=None, allow_None=True,
+                                doc="steps per frame the session's budget allows, when below the speed")
 
-    def __init__(self, config: LabConfig | None = None, **params):
+    def __init__(self, config: LabConfig | None = None, schedule: Callable | None = None, **params):
+        """`schedule(fn)` runs fn on the session's event loop; with it, builds run on a worker thread
+        (the first one too, so a page opens before its runs exist). Without it (tests, scripts, the CLI)
+        they run in place."""
         super().__init__(**params)
         self.config = config or LabConfig()
+        self.schedule = schedule
         self.potential = None
         self.runs: list[LiveRun] = []
         self.sides: list[Side] = []
         self._valid: dict = {}
+        self._build_id = 0
+        self._play_after = False
         self.config.param.watch(self._config_changed, [p for p in self.config.param if p not in ("name", "speed")])
+        self.config.param.watch(self._limit_speed, "speed")
         self.rebuild()
 
     # -- building --------------------------------------------------------------------
@@ -155,102 +394,92 @@ class Lab(param.Parameterized):
         return (bool(self.runs) and not self.blocks and not any(r.error for r in self.runs)
                 and not any(r.n_diverged >= r.chains for r in self.runs))
 
-    def _side(self, label, name, params, pot, editable) -> Side:
-        cfg = self.config
-        batch = cfg.batch if pot.data is not None else None
-        s = build_sampler(name, pot, None if batch else cfg.V, batch, **params)
-        if s.spec.recipe is None or pot.dim > MAX_RECIPE_DIM:
-            return Side(label, s)
-        base = s.recipe
-        key = (pot.name, name, tuple(sorted(s.params.items(), key=str)), str(s.oracle.describe()))
-        if base.numeric:      # D and Q are functions, not cells: nothing to edit, still a residual
-            return Side(label, s, None, base, residual(base, pot, key))
-        term = droppable_term(base)
-        recipe = base
-        if editable:
-            drop = base.drop if cfg.naive is None else (frozenset({term}) if cfg.naive else frozenset())
-            if cfg.D is not None or cfg.Q is not None or drop != base.drop:
-                D = cfg.D if cfg.D is not None else matrix_cells(base._raw[0])
-                Q = cfg.Q if cfg.Q is not None else matrix_cells(base._raw[1])
-                recipe = edited_recipe(base, D, Q, drop)
-                s = s.with_recipe(recipe)
-        edited = recipe is not base
-        key = (pot.name, name, tuple(sorted(s.params.items(), key=str)), recipe.drop,
-               str(cfg.D) if edited else "", str(cfg.Q) if edited else "", str(s.oracle.describe()))
-        return Side(label, s, base, recipe, residual(recipe, pot, key), term,
-                    edited_cells=edited and (cfg.D is not None or cfg.Q is not None))
-
-    def _sides(self, pot, edits: bool) -> list[Side]:
-        cfg = self.config
-        sides = [("A", cfg.sampler, cfg.params, edits)]
-        if cfg.compare:
-            sides.append(("B", cfg.sampler_b, cfg.params_b, False))
-        built = []
-        for label, name, params, editable in sides:
-            try:
-                built.append(self._side(label, name, params, pot, editable))
-            except RecipeError:
-                raise
-            except USER_ERRORS as err:
-                raise SamplerError(f"{name}: {err}") from err
-        return built
-
     def rebuild(self, fallback: bool = False) -> None:
         """New runs from the configuration; on bad input keep the old runs on screen, blocked.
-
-        Invalid D/Q with nothing on screen yet (a link), or on `fallback` (Reset), run the registered
-        recipe instead, still blocked: the plots show something true while the editor shows the fault."""
-        cfg = self.config
+        With a `schedule`, on a worker: the old runs keep playing until the new ones are ready."""
         self.notice = None
-        try:
-            pot = load_potential(cfg.potential)
-        except USER_ERRORS as err:
-            self.block("config", Block(BlockKind.POTENTIAL, f"potential: {err}"))
+        self._build_id += 1
+        if self.schedule is None:
+            self._apply(build(self.config, fallback, bool(self.runs)))
             return
-        recipe_block, edits = None, True
-        try:
-            built = self._sides(pot, edits=True)
-        except RecipeError as err:
-            recipe_block = Block(BlockKind.RECIPE, f"D and Q of {cfg.sampler}: {err} — the run does not start "
-                                                   "until this is fixed (or Revert D and Q)", cells=err.cells)
-            if self.runs and not fallback:
-                self.block("config", recipe_block)
-                return
-            edits = False
+        self.building = True
+        _BUILDS.submit(self._work, self._build_id, snapshot(self.config), fallback, bool(self.runs))
+
+    def offload(self, fn: Callable, done: Callable) -> None:
+        """fn() on a build worker, then done(its result, or the exception it raised) on the session's loop;
+        in place without a schedule. For the views' own slow work (the residual map)."""
+        if self.schedule is None:
             try:
-                built = self._sides(pot, edits=False)
-            except USER_ERRORS as err2:
-                self.block("config", Block(BlockKind.SAMPLER, str(err2)))
-                return
-        except USER_ERRORS as err:
-            self.block("config", Block(BlockKind.SAMPLER, str(err)))
+                result = fn()
+            except Exception as err:
+                result = err
+            done(result)
             return
-        n = max(side.sampler.n for side in built)
-        if cfg.chains * n > MAX_STATE:
-            self.block("config", Block(BlockKind.SIZE, f"{cfg.chains} chains of a {n}-variable state are too many "
-                                                       f"for one session (at most {MAX_STATE // n})"))
+        schedule = self.schedule
+
+        def work():
+            try:
+                result = fn()
+            except Exception as err:
+                result = err
+            schedule(lambda: done(result))
+        _BUILDS.submit(work)
+
+    def _work(self, build_id, cfg, fallback, have_runs):
+        """On a build worker: never touches the Lab's parameters (their watchers update views), only
+        hands the result to the session's loop."""
+        if build_id != self._build_id:          # superseded while it waited: typing, a slider dragged
             return
         try:
-            runs = [LiveRun(side.sampler, cfg.chains, cfg.seed, cfg.burn, label=side.label) for side in built]
-            if cfg.log_view:
-                for run in runs:
-                    run.enable_log_marginal()
-        except USER_ERRORS as err:
-            self.block("config", Block(BlockKind.RUN, str(err)))
+            why = trial_build(cfg, fallback, have_runs) if typed_input(cfg) else None
+            if why is None:
+                out = build(cfg, fallback, have_runs)
+            elif have_runs:
+                out = Built(notice=Notice(NoticeKind.REFUSED, f"{why}; the run on screen is the previous one."))
+            else:
+                out = refused_first_build(cfg, why)
+        except Exception as err:       # never lose a build silently: the session hears of it
+            out = Built(Block(BlockKind.RUN, f"the run could not be built: {type(err).__name__}: {err}"))
+        self.schedule(lambda: self._finish(build_id, out))
+
+    def _finish(self, build_id, out: Built) -> None:
+        if build_id != self._build_id:
             return
-        self.potential, self.sides, self.runs = pot, built, runs
-        valid = {k: v for k, v in cfg.param.values().items() if k != "name"}
-        if not edits:
-            valid.update(D=None, Q=None, naive=None)
-        self._valid = valid
-        self.block("config", recipe_block)
+        self.building = False
+        self._apply(out)
+        if self._play_after:
+            self._play_after = False
+            self.play()
+
+    def _apply(self, out: Built) -> None:
+        if out.notice is not None:
+            self.notice = out.notice
+            return
+        if out.runs is None:
+            self.block("config", out.block)
+            return
+        self.potential, self.sides, self.runs = out.pot, out.sides, out.runs
+        self._valid = out.valid
+        self.block("config", out.block)
+        self._limit_speed()
         self.version += 1
+
+    def _limit_speed(self, *_):
+        """The speed the budget allows (None: the configured one fits)."""
+        limit = Budget(self.sides, self.runs[0].chains).max_speed if self.runs else None
+        self.speed_limit = limit if limit is not None and limit < self.config.speed else None
+
+    @property
+    def steps_per_frame(self) -> int:
+        return self.config.speed if self.speed_limit is None else max(1, self.speed_limit)
 
     # -- running ---------------------------------------------------------------------
     def play(self) -> None:
         if self.can_run:
             self.notice = None
             self.playing = True
+        elif self.building and not self.blocks:
+            self._play_after = True          # a link with play=1: play once the first runs are built
         elif self.runs and any(r.n_diverged >= r.chains for r in self.runs):
             self.notice = Notice(NoticeKind.DIVERGED, "every chain has diverged: Reset to start again, with a "
                                                       "smaller step size eps")
@@ -258,13 +487,17 @@ class Lab(param.Parameterized):
     def pause(self, notice: Notice | None = None) -> None:
         """Pause, saying why when the lab itself stops the run."""
         self.playing = False
+        self._play_after = False
         if notice is not None:
             self.notice = notice
 
     def reset(self) -> None:
         playing = self.playing
         self.rebuild(fallback=True)
-        self.playing = playing and self.can_run
+        if self.building:
+            self._play_after = playing
+        else:
+            self.playing = playing and self.can_run
 
     def step(self, steps: int = 1) -> bool:
         self.playing = False
@@ -273,21 +506,29 @@ class Lab(param.Parameterized):
         return ok
 
     def frame(self, steps: int | None = None) -> bool:
-        """Advance every run by `steps` (default: the speed). False when nothing could run."""
+        """Advance every run by `steps`, or by the speed within the session's frame budget: a frame of the
+        frame loop stops early once it has used FRAME_BUDGET_S (the cost model is an estimate; a typed U
+        or a large minibatch may cost more). False when nothing could run."""
         if not self.can_run:
             self.playing = False
             return False
-        steps = self.config.speed if steps is None else int(steps)
-        for run, side in zip(self.runs, self.sides):
-            before = run.n_diverged
-            try:
-                run.advance(steps)
-            except USER_ERRORS as err:
-                run.error = str(err)
-                self.pause(Notice(NoticeKind.FAILED, f"{side.sampler.name} stopped at step {run.t}: {err}. "
-                                 "Change the parameters (a smaller step size eps usually helps) or reset."))
-                return False
-            if run.n_diverged > before:
+        timed = steps is None
+        steps = self.steps_per_frame if timed else int(steps)
+        before = [run.n_diverged for run in self.runs]
+        start = time.perf_counter()
+        for _ in range(steps):
+            for run, side in zip(self.runs, self.sides):
+                try:
+                    run.advance(1)
+                except USER_ERRORS as err:
+                    run.error = str(err)
+                    self.pause(Notice(NoticeKind.FAILED, f"{side.sampler.name} stopped at step {run.t}: {err}. "
+                                     "Change the parameters (a smaller step size eps usually helps) or reset."))
+                    return False
+            if timed and time.perf_counter() - start > FRAME_BUDGET_S:
+                break
+        for run, side, n0 in zip(self.runs, self.sides, before):
+            if run.n_diverged > n0:
                 eps = side.sampler.params.get("eps")
                 hint = f" — try a smaller step size, e.g. eps = {eps / 4:.3g}" if eps else ""
                 self.pause(Notice(NoticeKind.DIVERGED, f"{run.n_diverged} of {run.chains} chains of "

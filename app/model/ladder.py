@@ -67,7 +67,10 @@ class LadderJob(param.Parameterized):
         return [float(e) for e in default_ladder(eps0, LADDER_STEPS)], eps0
 
     def start(self) -> None:
-        if self.status == "running" or not self.lab.sides:
+        if self.status == "running":
+            return
+        if not self.lab.sides:
+            self.status, self.message = "failed", "the samplers are still being built: run it once the plots show"
             return
         eps_values, eps0 = self.plan()
         sides = [(f"{s.label}: {s.title}", s.sampler) for s in self.lab.sides]

@@ -29,10 +29,12 @@ class NoticeKind(Enum):
     LINK = "link"             # parts of a pasted link were ignored
     DIVERGED = "diverged"     # chains diverged: they were frozen and the run paused
     FAILED = "failed"         # the dynamics raised: the run stopped
+    REFUSED = "refused"       # a build was refused for its cost: the previous run goes on
 
 
 # how loudly each kind of notice is shown (a Panel Alert's alert_type)
-LEVEL = {NoticeKind.LINK: "warning", NoticeKind.DIVERGED: "warning", NoticeKind.FAILED: "danger"}
+LEVEL = {NoticeKind.LINK: "warning", NoticeKind.DIVERGED: "warning", NoticeKind.FAILED: "danger",
+         NoticeKind.REFUSED: "danger"}
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from panel.viewable import Viewer
 
 from samplers.registry import REGISTRY
 
-from ..model.lab import Lab
+from ..model.lab import FRAME_BUDGET_S, Lab
 from ..model.presets import (
     TYPED,
     compare_pairs,
@@ -254,6 +254,8 @@ class RunControls(Viewer):
         self.reset.on_click(lambda e: lab.reset())
         self.speed = pn.widgets.IntSlider.from_param(self.cfg.param.speed, name="Speed (steps per frame)",
                                                      start=1, end=200, sizing_mode="stretch_width")
+        self.limit = pn.pane.HTML(pn.bind(self._limit_text, lab.param.speed_limit), sizing_mode="stretch_width",
+                                  css_classes=["speed-limit"], margin=(0, 10))
         self.chains = pn.widgets.IntInput.from_param(self.cfg.param.chains, name="Chains", step=100,
                                                      sizing_mode="stretch_width", css_classes=["chains-input"])
         self.seed = pn.widgets.IntInput.from_param(self.cfg.param.seed, name="Seed", sizing_mode="stretch_width",
@@ -275,6 +277,13 @@ class RunControls(Viewer):
         return dict(name="Pause" if playing else "Play", button_type="warning" if playing else "success",
                     disabled=not playing and not self.lab.can_run)
 
+    @staticmethod
+    def _limit_text(limit) -> str:
+        if limit is None:
+            return ""
+        return (f"<div style='font-size:12px;color:#664d03'>running at most {max(1, limit)} steps per frame: one "
+                f"session may use {FRAME_BUDGET_S * 1e3:.0f} ms of the server per frame (fewer chains go faster)</div>")
+
     def _data(self, *_) -> bool:
         return self.lab.potential is not None and self.lab.potential.data is not None
 
@@ -291,7 +300,7 @@ class RunControls(Viewer):
         self.cfg.batch = max(1, int(batch or 1)) if noise == "real minibatches" else None
 
     def __panel__(self):
-        return pn.Column(pn.Row(self.play, self.step, self.reset), self.speed,
+        return pn.Column(pn.Row(self.play, self.step, self.reset), self.speed, self.limit,
                          pn.Row(self.chains, self.seed, sizing_mode="stretch_width"),
                          pn.Row(self.V, self.burn, sizing_mode="stretch_width"), self.noise, self.batch,
                          sizing_mode="stretch_width")

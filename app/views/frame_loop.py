@@ -12,8 +12,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from functools import partial
 
 import panel as pn
+from panel.io.state import set_curdoc
+from tornado.ioloop import IOLoop
 from tornado.websocket import WebSocketClosedError
 
 FRAME_MS = 40          # 25 frames per second at most; a frame costs a few ms at 10^4 chains
@@ -40,6 +43,31 @@ def quiet_closed_sockets() -> None:
             loop.default_exception_handler(context)
     loop.set_exception_handler(handler)
     loop._lab_quiet = True
+
+
+def session_schedule(doc) -> Callable[[Callable], None] | None:
+    """A function that runs `fn` on this session's event loop, with the document lock, from any thread;
+    None without a server session. Only tornado's `add_callback` is safe from another thread: the
+    document's own callbacks are added from the loop itself."""
+    if doc is None or doc.session_context is None:
+        return None
+    io_loop = IOLoop.current()
+
+    def in_session(fn):
+        # as Panel runs its own callbacks: with this document current, so that what fn changes on Panel
+        # objects reaches the page (outside that context Panel defers, and such changes were lost)
+        with set_curdoc(doc):
+            fn()
+
+    def on_loop(fn):
+        try:
+            doc.add_next_tick_callback(partial(in_session, fn))
+        except Exception:      # the session has gone: nobody is waiting for the result
+            pass
+
+    def schedule(fn):
+        io_loop.add_callback(on_loop, fn)
+    return schedule
 
 
 def connected(doc) -> bool:

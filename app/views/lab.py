@@ -5,6 +5,7 @@ aggregates into the figures (see frame_loop.py); the loop stops with the session
 """
 from __future__ import annotations
 
+import asyncio
 import html
 import time
 
@@ -12,7 +13,7 @@ import panel as pn
 from bokeh.layouts import column
 from panel.viewable import Viewer
 
-from ..model.exports import file_name, samples_csv, samples_npz
+from ..model.exports import csv_tables, file_name, npz_arrays, write_csv, write_npz
 from ..model.lab import RESIDUAL_OK, Lab
 from ..model.reasons import Notice, NoticeKind
 from ..model.urlstate import to_query
@@ -40,6 +41,7 @@ SUMMARY_CSS = """
 :host(.present) .ab-numbers { font-size: 30px; }
 :host(.present) .ab-ratio { font-size: 20px; }
 """
+BUILDING_HTML = "<div class='lab-building' style='font-size:15px;color:#555'>building the run…</div>"
 TEXT_EVERY_S = 0.25    # the metrics numbers refresh 4 times a second (see RunPlots.update)
 
 
@@ -155,18 +157,32 @@ class LabView(Viewer):
                                         css_classes=["controls-toggle"])
         self.toggle.on_click(lambda e: self.show_controls(not self.controls.visible))
         self.top.insert(0, self.toggle)
-        self.ladder = LadderView(lab)
-        self.main.append(pn.Card(self.ladder, title="Bias against step size: does the error vanish as ε → 0?",
-                                 sizing_mode="stretch_width", collapsed=True, css_classes=["ladder-card"]))
-        self.editor = RecipeEditor(lab)
-        self.residual_map = ResidualMapView(lab, schedule=self.loop.with_lock)
-        recipe = pn.FlexBox(pn.Column(self.editor, sizing_mode="stretch_width",
-                                      styles={"flex": "1 1 480px", "min-width": "0"}),
-                            self.residual_map, flex_wrap="wrap", sizing_mode="stretch_width")
-        self.recipe_card = pn.Card(recipe, title="Recipe (H, D, Q) of sampler A — edit D and Q, and see where "
-                                                 "the dynamics break stationarity",
+        # the two cards' contents are a third of the page's models: the ladder is built when its card is first
+        # opened, the recipe with the first runs (a page opens on a small document; see docs/notes/page-open.md)
+        self.ladder = None
+        self.ladder_card = pn.Card(title="Bias against step size: does the error vanish as ε → 0?",
+                                   sizing_mode="stretch_width", collapsed=True, css_classes=["ladder-card"])
+        self.ladder_card.param.watch(self._open_ladder, "collapsed")
+        self.main.append(self.ladder_card)
+        self.editor = self.residual_map = None
+        self.recipe_card = pn.Card(title="Recipe (H, D, Q) of sampler A — edit D and Q, and see where "
+                                         "the dynamics break stationarity",
                                    sizing_mode="stretch_width", collapsed=False, css_classes=["recipe-card"])
         self.main.append(self.recipe_card)
+
+    def _open_ladder(self, event) -> None:
+        if not event.new and self.ladder is None:
+            self.ladder = LadderView(self.lab)
+            self.ladder_card.objects = [self.ladder]
+
+    def _build_recipe(self) -> None:
+        if self.compact or self.editor is not None or not self.lab.runs:
+            return
+        self.editor = RecipeEditor(self.lab)
+        self.residual_map = ResidualMapView(self.lab, schedule=self.loop.with_lock)
+        self.recipe_card.objects = [pn.FlexBox(
+            pn.Column(self.editor, sizing_mode="stretch_width", styles={"flex": "1 1 480px", "min-width": "0"}),
+            self.residual_map, flex_wrap="wrap", sizing_mode="stretch_width")]
 
     def present(self, on: bool) -> None:
         """Presentation mode: controls folded away, the summary in large type."""
@@ -181,6 +197,7 @@ class LabView(Viewer):
     # -- plots ----------------------------------------------------------------------
     def _rebuild_plots(self):
         lab = self.lab
+        self._build_recipe()
         log_view = self.cfg.log_view
         keys = [RunPlots.structure(run, side, log_view) for run, side in zip(lab.runs, lab.sides)]
         if keys and keys == [p.key for p in self.plots]:
@@ -196,7 +213,8 @@ class LabView(Viewer):
         self.plots = [RunPlots(run, side, run.label, log_view) for run, side in zip(lab.runs, lab.sides)]
         for p, side in zip(self.plots, lab.sides):
             p.show_metrics(p.last_metrics | self._extra(side))
-        self.summary.object = summary_html(lab.sides, [p.last_metrics for p in self.plots])
+        self.summary.object = (summary_html(lab.sides, [p.last_metrics for p in self.plots]) if lab.sides else
+                               BUILDING_HTML if lab.building else "")
         self.plot_area.objects = [p.layout() for p in self.plots]
         self._fresh = True            # the next frame waits one round, for Panel to send the new figures
         if self.kl is None or len(self.kl.sources) != len(self.plots):
@@ -261,13 +279,16 @@ class LabView(Viewer):
         self.lab.runs = []
 
     # -- exports ----------------------------------------------------------------------
-    def _csv(self):
+    # the files take most of a second to format for 10^5 rows: on a worker, so other sessions play on.
+    # What they hold is copied out of the live runs first, here on the loop, where the frames change them.
+    async def _csv(self):
         self.csv.filename = file_name(self.lab.runs, "csv")   # read by the widget after this returns
-        return samples_csv(self.lab.runs)
+        return await asyncio.get_running_loop().run_in_executor(None, write_csv, csv_tables(self.lab.runs))
 
-    def _npz(self):
+    async def _npz(self):
         self.npz.filename = file_name(self.lab.runs, "npz")
-        return samples_npz(self.lab.runs, to_query(self.cfg))
+        arrays = npz_arrays(self.lab.runs, to_query(self.cfg))
+        return await asyncio.get_running_loop().run_in_executor(None, write_npz, arrays)
 
     def __panel__(self):
         # compact keeps the page's flex nesting: in plain nested Columns BokehJS lays the figures out at zero width

@@ -94,8 +94,18 @@ class LadderView(Viewer):
 
     # -- running -----------------------------------------------------------------
     def start(self):
+        lab = self._lab_source if isinstance(self._lab_source, Lab) else self._lab_source()
+        if not lab.sides and lab.building:
+            # a lesson's lab is built on first use, on a worker: start when its samplers exist
+            self.status.object = "<span style='color:#444;font-size:13px'>building the samplers…</span>"
+            waiting = []
+
+            def built(event):
+                lab.param.unwatch(waiting[0])
+                self.start()
+            waiting.append(lab.param.watch(built, "version"))
+            return
         if self.job is None:
-            lab = self._lab_source if isinstance(self._lab_source, Lab) else self._lab_source()
             self.job = LadderJob(lab)
             self.job.param.watch(self._on_status, "status")
             self.job.param.watch(self._on_progress, "progress")

@@ -82,6 +82,7 @@ class LessonDemo(Viewer):
         """The demo's lab, built on first use (the demo's run, or its step-size ladder)."""
         if self._lab is None:
             self._lab = Lab(self.cfg)
+            self._lab.param.watch(lambda e: setattr(self.header, "object", self._header(self._lab.sides)), "version")
         return self._lab
 
     def start(self) -> None:

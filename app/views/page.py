@@ -3,6 +3,7 @@ in step with the configuration so a copied link reproduces the run."""
 from __future__ import annotations
 
 import html
+import logging
 
 import panel as pn
 from panel.viewable import Viewer
@@ -16,21 +17,60 @@ from .lab import LabView
 from .lessons import LessonsView
 
 TABS = ["lab", "lessons", "figures"]
+TITLES = ["Lab", "Lessons", "Paper figures"]
+LATE_MESSAGE = "dropped a message from a page that has gone (Bokeh had already let go of its session)"
+
+
+class LateMessageFilter(logging.Filter):
+    """Bokeh's keep-alive ping finds a closed page's socket closing and lets go of its session, while
+    the socket's last messages (sent before the page closed, queued behind busy frames) are still being
+    handled one by one: each then fails Bokeh's `assert self._session is not None` (bokeh/server/
+    connection.py), logged with a traceback, and so does the socket's close. Nothing is lost (the page
+    has gone) and the app cannot reach that code: the traceback becomes one line, and only that one."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, AssertionError) and exc.__traceback__ is not None:
+            tb = exc.__traceback__
+            while tb.tb_next is not None:
+                tb = tb.tb_next
+            code = tb.tb_frame.f_code
+            if code.co_name == "session" and code.co_filename.replace("\\", "/").endswith("bokeh/server/connection.py"):
+                record.msg, record.args, record.exc_info, record.exc_text = LATE_MESSAGE, (), None, None
+                record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+def quiet_late_messages() -> None:
+    """Install LateMessageFilter where Bokeh (handling a message) and Tornado (closing the socket) log it."""
+    for name in ("bokeh.server.protocol_handler", "tornado.application"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, LateMessageFilter) for f in logger.filters):
+            logger.addFilter(LateMessageFilter())
 
 
 class AppView(Viewer):
+    """The sections are built when first shown (the Tabs are dynamic: a hidden one sends nothing to the
+    page either): a page open builds the one it shows, and a reader who never opens the others costs
+    the server nothing for them."""
+
     def __init__(self, search: str = "", **params):
         super().__init__(**params)
         query = parse_search(search)
         self.config = LabConfig()
         errors = apply_query(self.config, query)
+        # built in place for now: with a worker (schedule=session_schedule(pn.state.curdoc)) a rebuilt run's
+        # metrics did not reach the page in one browser test (docs/notes/serving.md)
         self.lab = Lab(self.config)
         self._report_ignored(errors)
-        self.lab_view = LabView(self.lab)
+        self.lab_view: LabView | None = None
+        self.lessons: LessonsView | None = None
+        self.figures: FiguresView | None = None
+        self._lesson = query.get("lesson", "")     # the lesson the Lessons section opens on
+        self._doc = None
         tab = query.get("tab", "lab")
-        self.lessons = LessonsView(query.get("lesson", ""))
-        self.tabs = pn.Tabs(("Lab", self.lab_view), ("Lessons", self.lessons),
-                            ("Paper figures", FiguresView()), active=TABS.index(tab) if tab in TABS else 0,
+        self.tabs = pn.Tabs(*[(title, pn.Column()) for title in TITLES],
+                            active=TABS.index(tab) if tab in TABS else 0,
                             sizing_mode="stretch_width", dynamic=True, css_classes=["sections"])
         self.autoplay = query.get("play", "") in ("1", "true")
         self._location = None
@@ -39,12 +79,43 @@ class AppView(Viewer):
         self.present_button = pn.widgets.Toggle(name="Present", value=query.get("present", "") in ("1", "true"),
                                                 width=90, margin=(8, 10), css_classes=["present-toggle"])
         self.header = pn.Row(self.heading, self.present_button, sizing_mode="stretch_width")
+        # first among the watchers of `active`: the others read the section being shown
+        self.tabs.param.watch(self._build_shown, "active")
         self.present_button.param.watch(self._on_present, "value")
         self.lab.param.watch(self._show_heading, "version")
         self.tabs.param.watch(self._show_heading, "active")
-        if getattr(self.lessons, "select", None) is not None:
-            self.lessons.select.param.watch(self._show_heading, "value")
+        self._build_shown()
         self._on_present()
+
+    def _build_shown(self, *_) -> None:
+        """Build the section on show the first time it is shown, and bind it like the others."""
+        tab = TABS[self.tabs.active]
+        if tab == "lab" and self.lab_view is None:
+            self.lab_view = view = LabView(self.lab)
+            view.present(self.presenting)
+            if self._doc is not None:
+                view.attach(self._doc)
+                if self.autoplay:
+                    self.lab.play()
+        elif tab == "lessons" and self.lessons is None:
+            self.lessons = view = LessonsView(self._lesson)
+            view.present(self.presenting)
+            if self._doc is not None:
+                view.attach(self._doc)
+            self._watch_lesson()
+        elif tab == "figures" and self.figures is None:
+            self.figures = view = FiguresView()
+        else:
+            return
+        self.tabs[self.tabs.active] = (TITLES[self.tabs.active], view)
+
+    def _watch_lesson(self) -> None:
+        select = getattr(self.lessons, "select", None)
+        if select is None:
+            return
+        select.param.watch(self._show_heading, "value")
+        if self._location is not None:
+            select.param.watch(self._write_url, "value")
 
     @property
     def presenting(self) -> bool:
@@ -54,8 +125,9 @@ class AppView(Viewer):
         on = self.presenting
         self.present_button.name = "End presentation" if on else "Present"
         self.present_button.width = 150 if on else 90
-        self.lab_view.present(on)
-        self.lessons.present(on)
+        for view in (self.lab_view, self.lessons):
+            if view is not None:
+                view.present(on)
         self._show_heading()
 
     def _show_heading(self, *_):
@@ -69,7 +141,7 @@ class AppView(Viewer):
             return
         tab = TABS[self.tabs.active]
         if tab == "lessons":
-            title = self.lessons.title
+            title = self.lessons.title if self.lessons is not None else ""
         elif tab == "lab" and self.lab.sides:
             title = " vs ".join(side.title for side in self.lab.sides) + f" on {self.config.potential}"
         else:
@@ -79,8 +151,10 @@ class AppView(Viewer):
 
     def start(self, doc, location=None):
         """Session start: bind the frame loop and the URL."""
-        self.lab_view.attach(doc)
-        self.lessons.attach(doc)
+        self._doc = doc
+        for view in (self.lab_view, self.lessons):
+            if view is not None:
+                view.attach(doc)
         self.tabs.param.watch(self._on_tab, "active")
         self._location = location
         if location is not None:
@@ -88,7 +162,7 @@ class AppView(Viewer):
             self.lab.param.watch(self._write_url, ["version", "blocks"])
             self.tabs.param.watch(self._write_url, "active")
             self.present_button.param.watch(self._write_url, "value")
-            if getattr(self.lessons, "select", None) is not None:
+            if self.lessons is not None and getattr(self.lessons, "select", None) is not None:
                 self.lessons.select.param.watch(self._write_url, "value")
             location.param.watch(self._read_url, "search")
             # the browser sets the location from its address bar when the page loads: write after that,
@@ -97,12 +171,13 @@ class AppView(Viewer):
                 pn.state.onload(self._write_url)
             else:
                 self._write_url()
-        if self.autoplay:
+        # a link's play=1 plays the lab when the lab is shown (here, or when its tab is first opened)
+        if self.autoplay and self.lab_view is not None:
             self.lab.play()
 
     def _on_tab(self, event):
         """Only the shown section runs: leaving one pauses its run (two runs would halve both frame rates)."""
-        if TABS[event.new] != "lessons":
+        if TABS[event.new] != "lessons" and self.lessons is not None:
             self.lessons.pause()
         if TABS[event.new] != "lab":
             self.lab.pause()
@@ -115,6 +190,8 @@ class AppView(Viewer):
     def _write_url(self, *_):
         """The URL holds the configuration the plots were built from: an edit that blocks the run
         (invalid D or Q) is not written, so a copied link always opens a working lab."""
+        if not self.lab.valid_config and self.lab.building:
+            return                 # the first build has not finished: its version change writes the URL
         search = query_string(self.lab.valid_config or self.config, self.nav())
         self._last_search = search
         if self._location.search != search:
@@ -133,8 +210,9 @@ class AppView(Viewer):
             self.lab.notice = Notice(NoticeKind.LINK, "Some of the link was ignored: " + "; ".join(errors))
 
     def stop(self):
-        self.lab_view.stop()
-        self.lessons.stop()
+        for view in (self.lab_view, self.lessons):
+            if view is not None:
+                view.stop()
 
     def on_session_destroyed(self, session_context):
         self.stop()

@@ -87,18 +87,23 @@ class ResidualMapView(Viewer):
         side = self.lab.sides[0] if self.lab.sides else None
         if side is None or side.recipe is None or self.lab.potential is None:
             self.pane.visible = False
+            if self.lab.building:
+                self.caption.object = "<i>building…</i>"
+                return
             self.caption.object = "<i>The residual map needs a recipe sampler on a target of dimension 1 or 2.</i>"
             return
         key = (id(side.recipe), self.lab.potential.name)
         if key == self._key:
             return
         self._key = key
-        try:
-            with np.errstate(all="ignore"):
-                m = self._telling_plane(side)
-        except Exception as err:      # a user's D may be singular on the grid: say so, keep the page
+        pot = self.lab.potential
+        # a map costs 0.1-1 s of numpy: on a worker, drawn when it arrives (unless the lab moved on)
+        self.lab.offload(lambda: self._telling_plane(side, pot), lambda m: key == self._key and self._draw(side, m))
+
+    def _draw(self, side, m) -> None:
+        if isinstance(m, Exception):    # a user's D may be singular on the grid: say so, keep the page
             self.pane.visible = False
-            self.caption.object = f"<i>No residual map: {html.escape(str(err))}</i>"
+            self.caption.object = f"<i>No residual map: {html.escape(str(m))}</i>"
             return
         self.pane.visible = True
         x, y = m.axes
@@ -134,12 +139,14 @@ class ResidualMapView(Viewer):
             f"{' (zero in this slice)' if not xs else ''}"
             f"{html.escape(f'; slice at {held}') if held else ''}</span></div>")
 
-    def _telling_plane(self, side):
+    @staticmethod
+    def _telling_plane(side, pot):
         """The first plane that shows a naive sampler's fault: on a slice (momentum at 0, say) a dropped
         term can vanish, and a white map beside a red badge would say the opposite of the truth."""
         first = None
         for plane in map_planes(side.recipe):
-            m = residual_map(side.recipe, self.lab.potential, GRID, plane)
+            with np.errstate(all="ignore"):
+                m = residual_map(side.recipe, pot, GRID, plane)
             first = first or m
             if side.exact or m.relative >= RESIDUAL_OK:
                 return m

@@ -1,0 +1,300 @@
+"""A class on one deployment: K students' labs through nginx and the Panel processes behind it.
+
+Prints figures (not a test). Starts the class deployment (deploy/class_server.py: nginx on a free
+loopback port, --procs Panel processes) unless --url names a running one, and opens the lab with
+protocol clients (benchmarks/app_sessions.py's ProtocolClient: the page through nginx, its affinity
+cookie sent back with the websocket, frames counted, nothing drawn), each on one of a few presets,
+all playing.
+
+* play (default): --sessions labs play for --minutes; per-session updates/s (min / median, and per
+  preset), page-open latency (GET to the first frame) p50 / p95, errors, and each server process's
+  CPU and RSS (from /proc). --hostile adds one client on a hostile link (100000 chains, 1000 steps
+  per frame) once the others play, and splits the rates by whether a session shares its process.
+* opens (--opens 100 --open-seconds 60): that many page opens spread evenly over that time, each
+  to its first frame; the labs stay open and playing, as a class's do. p50 / p95 / max of the
+  latency (target: p95 <= 15 s).
+
+The clients run in this process and cost CPU of the same cores: their share is printed.
+
+    python -m benchmarks.class_load [--sessions 40] [--minutes 5] [--procs N] [--hostile] [--url URL]
+    python -m benchmarks.class_load --opens 100 --open-seconds 60
+    python -m benchmarks.class_load --sessions 10 --minutes 0.5        # a quick run
+
+(from the repository root, as a module, like benchmarks/app_sessions.py)
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from benchmarks.app_sessions import ProtocolClient, cpu_seconds
+from deploy.class_server import UNUSED_SESSION_MS, free_port, start
+
+LIFETIME_S = UNUSED_SESSION_MS / 1000     # the deployment's, set in main()
+
+PRESETS = {
+    "banana/sghmc": "pot=banana&s=sghmc&n=1000&play=1",
+    "double-well/sgrhmc vs naive": "pot=double-well&s=sgrhmc&cmp=1&sb=sgrhmc-naive&n=1000&play=1",
+    "gaussian/sgld": "pot=gaussian&s=sgld&n=1000&play=1",
+    "double-well/sghmc vs naive": "pot=double-well&s=sghmc&cmp=1&sb=sghmc-naive&n=1000&play=1",
+}
+HOSTILE = "n=100000&speed=1000&play=1"
+FIRST_FRAME_TIMEOUT = 60.0
+
+
+def rss_mb(pid: int) -> tuple[float, float]:
+    """(resident now, peak) in MB."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+
+def percentile(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, round(q / 100 * len(s) + 0.5) - 1))]     # nearest rank
+
+
+class Student:
+    """One lab: a protocol client on a preset, and what went wrong with it."""
+
+    def __init__(self, name: str, url: str):
+        self.name, self.url = name, url
+        self.client: ProtocolClient | None = None
+        self.task: asyncio.Task | None = None
+        self.error: str | None = None
+        self.page_at = self.ws_at = None      # when the page arrived, when its websocket was accepted
+
+    async def open(self, pool, stop: asyncio.Event):
+        try:
+            self.client = await asyncio.get_running_loop().run_in_executor(pool, ProtocolClient, None, None, self.url)
+        except Exception as e:            # noqa: BLE001 (a failed open is a figure, not the end of the run)
+            self.error = f"open: {e!r}"[:200]
+            return
+        self.page_at = time.monotonic()
+        self.task = asyncio.create_task(self.client.run(stop))
+        await self.first_frame(FIRST_FRAME_TIMEOUT)
+
+    async def first_frame(self, timeout: float):
+        deadline = time.monotonic() + timeout
+        while self.client and self.client.first_frame is None and not self.ended() and time.monotonic() < deadline:
+            if self.ws_at is None and self.client.ws_headers is not None:
+                self.ws_at = time.monotonic()
+            await asyncio.sleep(0.05)
+        if self.ws_at is None and self.client and self.client.ws_headers is not None:
+            self.ws_at = time.monotonic()
+
+    @property
+    def ws_late(self) -> float | None:
+        """Seconds from the page to its websocket, when past the time the server keeps an unconnected
+        session: the server has dropped the page's session and Bokeh builds the lab again from the
+        token and the websocket's query (the page's cost twice)."""
+        if self.page_at is None or self.ws_at is None:
+            return None
+        gap = self.ws_at - self.page_at
+        return gap if gap > LIFETIME_S else None
+
+    def ended(self) -> bool:
+        return self.task is not None and self.task.done()
+
+    @property
+    def latency(self) -> float | None:
+        c = self.client
+        return c.first_frame - c.opened if c and c.first_frame else None
+
+    @property
+    def backend(self) -> str:
+        c = self.client
+        return (c.ws_headers or {}).get("X-Lab-Backend") or "?" if c else "?"
+
+    def check(self) -> str | None:
+        """What went wrong, if anything (read before the clients are told to stop)."""
+        if self.error:
+            return self.error
+        if self.ended():
+            e = self.task.exception() if not self.task.cancelled() else None
+            return f"websocket ended: {e!r}"[:200] if e else "websocket closed by the server"
+        if self.client.first_frame is None:
+            if self.ws_late:
+                return f"no frame; its websocket came {self.ws_late:.1f} s after its page (its lab built again)"
+            return "no frame"
+        page = self.client.page_headers.get("X-Lab-Backend")
+        if page and self.backend != page:
+            return f"affinity: page from {page}, websocket to {self.backend}"
+        return None
+
+
+class Servers:
+    """CPU and memory of the deployment's processes (none when it is not ours: --url)."""
+
+    def __init__(self, dep):
+        self.pids = {} if dep is None else {**{n: p for n, p in dep.pids.items() if n != "nginx"},
+                                            "nginx": dep.pids["nginx"]}
+        if dep is not None:
+            for i, worker in enumerate(dep.all_pids()[len(dep.pids):]):
+                self.pids[f"nginx-w{i}"] = worker
+
+    def cpu(self) -> dict[str, float]:
+        return {n: cpu_seconds(p) for n, p in self.pids.items()}
+
+    def report(self, c0: dict[str, float], dt: float):
+        if not self.pids:
+            print("server CPU and RSS: not measured (--url: the processes are not this script's)")
+            return
+        c1 = self.cpu()
+        for name, pid in self.pids.items():
+            rss, peak = rss_mb(pid)
+            print(f"  {name:<9} CPU {100 * (c1[name] - c0[name]) / dt:>5.0f} %   RSS {rss:>6.0f} MB (peak {peak:.0f})")
+
+
+def rates_line(label: str, rates: list[float]) -> str:
+    if not rates:
+        return f"{label:<34}{'-':>12}"
+    return f"{label:<34}{min(rates):>6.1f} / {statistics.median(rates):<6.1f} (n={len(rates)})"
+
+
+def latency_line(label: str, lat: list[float]) -> str:
+    if not lat:
+        return f"{label}: no session reached its first frame"
+    return (f"{label}: p50 {percentile(lat, 50):.2f} s, p95 {percentile(lat, 95):.2f} s, "
+            f"max {max(lat):.2f} s (n={len(lat)})")
+
+
+async def play(base: str, servers: Servers, args):
+    stop = asyncio.Event()
+    names = list(PRESETS)
+    students = [Student(names[i % len(names)], f"{base}?{PRESETS[names[i % len(names)]]}")
+                for i in range(args.sessions)]
+    with ThreadPoolExecutor(32) as pool:
+        # a class arrives within a minute: opens paced, not serial (a slow open does not hold up the next)
+        opening = []
+        for s in students:
+            opening.append(asyncio.create_task(s.open(pool, stop)))
+            await asyncio.sleep(args.pace)
+        await asyncio.gather(*opening)              # each open waits for its first frame
+        hostile = None
+        if args.hostile:
+            hostile = Student("hostile", f"{base}?{HOSTILE}")
+            await hostile.open(pool, stop)
+        await asyncio.sleep(2.5)                           # every lab in its steady state
+        everyone = students + ([hostile] if hostile else [])
+        f0 = {id(s): s.client.frames if s.client else 0 for s in everyone}
+        c0, t0, me0 = servers.cpu(), time.monotonic(), time.process_time()
+        await asyncio.sleep(args.minutes * 60)
+        dt = time.monotonic() - t0
+        me = (time.process_time() - me0) / dt
+        rates = {id(s): (s.client.frames - f0[id(s)]) / dt if s.client else 0.0 for s in everyone}
+        errors = [(s.name, s.check()) for s in everyone if s.check()]
+        print(f"  (the {len(everyone)} clients used {100 * me:.0f} % CPU)")
+        servers.report(c0, dt)
+        stop.set()
+        for s in everyone:
+            if s.task:
+                s.task.cancel()
+
+    ok = [s for s in students if s.client]
+    per_backend = {}
+    for s in ok:
+        per_backend[s.backend] = per_backend.get(s.backend, 0) + 1
+    print("sessions per process: " + ", ".join(f"{b} {n}" for b, n in sorted(per_backend.items())))
+    print(f"{'updates/s per session':<34}{'min / median':>14}")
+    print(rates_line("  all", [rates[id(s)] for s in students]))
+    for name in names:
+        print(rates_line(f"  {name}", [rates[id(s)] for s in students if s.name == name]))
+    if hostile:
+        shared = [rates[id(s)] for s in students if s.backend == hostile.backend]
+        print(rates_line(f"  on the hostile's process ({hostile.backend})", shared))
+        print(rates_line("  on the other processes", [rates[id(s)] for s in students if s.backend != hostile.backend]))
+        print(rates_line("  the hostile session itself", [rates[id(hostile)]]))
+        print(f"the hostile's first frame: {f'after {hostile.latency:.1f} s' if hostile.latency else 'none'}")
+    print(latency_line("page open to first frame", [s.latency for s in students if s.latency is not None]))
+    report_errors(errors, students)
+
+
+async def opens(base: str, servers: Servers, args):
+    stop = asyncio.Event()
+    names = list(PRESETS)
+    students = [Student(names[i % len(names)], f"{base}?{PRESETS[names[i % len(names)]]}") for i in range(args.opens)]
+    gap = args.open_seconds / max(1, args.opens)
+    c0, t0, me0 = servers.cpu(), time.monotonic(), time.process_time()
+    with ThreadPoolExecutor(64) as pool:
+        opening = []
+        for i, s in enumerate(students):
+            await asyncio.sleep(max(0.0, t0 + i * gap - time.monotonic()))
+            opening.append(asyncio.create_task(s.open(pool, stop)))
+        await asyncio.gather(*opening)              # each open waits for its first frame
+        f0, t1 = [s.client.frames if s.client else 0 for s in students], time.monotonic()
+        await asyncio.sleep(10.0)
+        last = [(s.client.frames - f) / (time.monotonic() - t1) for s, f in zip(students, f0) if s.client]
+        dt = time.monotonic() - t0
+        errors = [(s.name, s.check()) for s in students if s.check()]
+        print(f"  (the {len(students)} clients used {100 * (time.process_time() - me0) / dt:.0f} % CPU)")
+        print(f"server over the {dt:.0f} s:")
+        servers.report(c0, dt)
+        stop.set()
+        for s in students:
+            if s.task:
+                s.task.cancel()
+    print(latency_line(f"{args.opens} page opens over {args.open_seconds:.0f} s, to the first frame",
+                       [s.latency for s in students if s.latency is not None]))
+    print(rates_line("updates/s per session, 10 s after the last open (min / median)", last))
+    report_errors(errors, students)
+
+
+def report_errors(errors: list[tuple[str, str]], students: list[Student]):
+    late = [s.ws_late for s in students if s.ws_late]
+    print(f"websockets later than {LIFETIME_S:g} s (--unused-session-ms) after their page, their labs built "
+          f"twice: {len(late)}"
+          + (f" (up to {max(late):.1f} s)" if late else ""))
+    print(f"errors: {len(errors)}")
+    for name, what in errors[:10]:
+        print(f"  {name}: {what}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sessions", type=int, default=40)
+    ap.add_argument("--minutes", type=float, default=5.0)
+    ap.add_argument("--pace", type=float, default=0.25, help="seconds between two students' opens (play mode)")
+    ap.add_argument("--hostile", action="store_true", help=f"one more client on ?{HOSTILE}")
+    ap.add_argument("--opens", type=int, default=None, help="open-latency mode: this many page opens ...")
+    ap.add_argument("--open-seconds", type=float, default=60.0, help="... spread evenly over this time")
+    ap.add_argument("--procs", type=int, default=None, help="Panel processes (default: the number of cores)")
+    ap.add_argument("--unused-session-ms", type=int, default=UNUSED_SESSION_MS,
+                    help="the deployment's (class_server.py --unused-session-ms)")
+    ap.add_argument("--url", default=None, help="a running deployment's lab URL (http://host:port/app)")
+    args = ap.parse_args()
+    global LIFETIME_S
+    LIFETIME_S = args.unused_session_ms / 1000
+    if args.sessions > 200 or (args.opens or 0) > 300 or args.minutes > 30:
+        ap.error("bounded: at most 200 sessions, 300 opens, 30 minutes")
+
+    print(f"load average before: {os.getloadavg()[0]:.1f}; {os.cpu_count()} cores")
+    dep = None
+    if args.url is None:
+        run_dir = Path(tempfile.mkdtemp(prefix="class-load-"))
+        dep = start(port=free_port(), procs=args.procs, run_dir=run_dir, unused_session_ms=args.unused_session_ms,
+                    say=lambda *_: None)
+        print(f"deployment: {len(dep.backends)} Panel processes behind nginx at {dep.url} (logs in {run_dir}/logs)")
+    base = args.url or dep.url
+    try:
+        servers = Servers(dep)
+        if args.opens:
+            print(f"presets, in turn: {', '.join(PRESETS)}; frame period 40 ms (25 updates/s at most)")
+            asyncio.run(opens(base, servers, args))
+        else:
+            print(f"{args.sessions} sessions for {args.minutes:g} min{' + 1 hostile' if args.hostile else ''}; "
+                  f"presets, in turn: {', '.join(PRESETS)}; frame period 40 ms (25 updates/s at most)")
+            asyncio.run(play(base, servers, args))
+    finally:
+        if dep is not None:
+            dep.stop()
+    print("target: page open to first frame p95 <= 15 s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""A probe session beside each hostile link of issue 16, on one server process.
+
+These measure frame rates, so CI runs them on their own after the rest of the suite (marker
+`serving`, see .ci/run): beside the browser tests' Chromium the machine's two cores are not the
+server's. The same measurement, with longer windows and the longest gap, is benchmarks/hostile_links.py.
+"""
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+import pytest
+
+from benchmarks.hostile_links import measure
+from tests.app_browser_support import AppServer
+
+pytestmark = pytest.mark.serving
+
+
+@pytest.fixture(scope="module")
+def rows():
+    server = AppServer().wait()
+    try:
+        rows = asyncio.run(measure(server, SimpleNamespace(seconds=5.0, only="")))
+    finally:
+        server.stop()
+    return rows, server.server_errors()
+
+
+# QNHMC with L-BFGS memory 5 builds for about 1 s; while the app builds in place (docs/notes/serving.md) that
+# second is the event loop's, and the probe drops to about 3 updates/s: a known failure of issue 16
+BUILT_ON_THE_LOOP = "s=qnhmc&a.memory=5&play=1"
+
+
+def test_each_hostile_link_leaves_the_probe_at_15_updates_per_second(rows):
+    rows, _ = rows
+    assert len(rows) == 10
+    slow = [(link[:60], round(rate, 1)) for link, rate, *_ in rows if rate < 15 and link != BUILT_ON_THE_LOOP]
+    assert not slow, slow
+
+
+@pytest.mark.xfail(reason="the app builds runs in place for now (issue 16 open)", strict=False)
+def test_a_slow_build_leaves_the_probe_at_15_updates_per_second(rows):
+    rows, _ = rows
+    assert [rate for link, rate, *_ in rows if link == BUILT_ON_THE_LOOP][0] >= 15
+
+
+def test_a_slow_d_cell_is_refused_within_five_seconds_while_the_probe_plays(rows):
+    rows, _ = rows
+    link, rate, gap, cpu, alert_s = rows[-1]
+    assert link.startswith("D=")
+    assert alert_s is not None and alert_s < 5.0, alert_s
+    assert rate >= 15
+
+
+def test_no_traceback_in_the_server_log(rows):
+    _, errors = rows
+    assert not errors, errors
