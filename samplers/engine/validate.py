@@ -58,6 +58,12 @@ def monomials(n: int, k: float) -> float:
     return out
 
 
+def monomials_at_most(degree: int, variables) -> float:
+    """Monomials of degree at most `degree` in len(variables) variables, C(degree + v, v), as a float."""
+    v = len(variables)
+    return float(math.comb(degree + v, v)) if degree + v < 2000 else math.inf
+
+
 def growth(expr) -> tuple[float, float]:
     """(terms of expr expanded, terms expanded inside it: arguments of functions, bases of roots and denominators).
 
@@ -67,8 +73,35 @@ def growth(expr) -> tuple[float, float]:
 
     def walk(e):
         if e not in memo:
-            memo[e] = _walk(e)
+            terms, inner = _walk(e)
+            memo[e] = (min(terms, monomials_at_most(*polynomial(e))), inner)
         return memo[e]
+
+    def polynomial(e):
+        """(degree, variables) of e as a polynomial, a function or root counting as one more variable: like
+        terms combine, so a product of sums has at most as many terms as there are monomials."""
+        if ("poly", e) not in memo:
+            if e.is_Number:                 # pi and e are variables: pi + 1 is two terms
+                out = 0, frozenset()
+            elif isinstance(e, sympy.Abs):     # abs(s)**2 is s**2: abs(s) is s in degree, and one more variable
+                degree, variables = polynomial(e.args[0])
+                out = degree + 1, variables | {e}
+            elif e.is_Add or e.is_Mul:
+                parts = [polynomial(a) for a in e.args]
+                degrees = [d for d, _ in parts]
+                out = max(degrees) if e.is_Add else sum(degrees), frozenset().union(*(v for _, v in parts))
+            elif e.is_Pow and e.exp.is_Integer and e.exp > 1:
+                degree, variables = polynomial(e.base)
+                out = degree * int(e.exp), variables
+            elif e.is_Pow and e.exp.is_Rational and e.exp > 0:
+                # s**(5/2) = s**2 * sqrt(s), and sqrt(s)**2 is s again, multiplied out: a root is one more variable
+                # of the degree of s (at least 1), its power rounded up
+                degree, variables = polynomial(e.base)
+                out = max(degree, 1) * math.ceil(e.exp), variables | {e.base ** (e.exp % 1)}
+            else:
+                out = 1, frozenset([e])
+            memo["poly", e] = out
+        return memo["poly", e]
 
     def _walk(e):
         if e.is_Add:
@@ -81,7 +114,10 @@ def growth(expr) -> tuple[float, float]:
                 return terms, inner + d_terms + d_inner
         if e.is_Mul:
             parts = [walk(a) for a in e.args]
-            return math.prod(t for t, _ in parts), sum(w for _, w in parts)
+            terms, inner = math.prod(t for t, _ in parts), sum(w for _, w in parts)
+            if sum(a.has(sympy.Abs) for a in e.args) >= 2:      # (abs(s) + x)*(abs(s) + y) has s**2 in it
+                terms = math.prod(t + unabs(a) for a, (t, _) in zip(e.args, parts))
+            return terms, inner
         if e.is_Pow:
             return power(e.base, e.exp)
         inner = 0.0
@@ -89,6 +125,10 @@ def growth(expr) -> tuple[float, float]:
             terms, w = walk(a)
             inner += terms + w
         return 1.0, inner
+
+    def unabs(e):
+        """Terms the abs() in e may add once squared: abs(s) counts as itself and as s."""
+        return sum(walk(a.args[0])[0] for a in e.atoms(sympy.Abs))
 
     def power(base, exp):
         if (base, exp) not in memo:
@@ -98,8 +138,9 @@ def growth(expr) -> tuple[float, float]:
                 ways.append((math.prod(t for t, _ in parts), sum(w for _, w in parts)))
             if exp.is_Rational and base.is_Pow and base.exp.is_Rational:
                 ways.append(power(base.base, base.exp * exp))
-            if exp.is_even and isinstance(base, sympy.Abs):    # abs(s)**2 is s**2 for a real s
-                ways.append(power(base.args[0], exp))
+            if exp.is_Integer and exp > 1 and base.has(sympy.Abs):   # abs(s)**2 is s**2 for a real s: (abs(s) + x)**4
+                terms, inner = walk(base)                             # has abs(s)*x**3 and s**2*x**2 in it
+                ways.append((monomials(int(exp), terms + unabs(base)), inner))
             memo[base, exp] = (max(t for t, _ in ways), max(w for _, w in ways))
         return memo[base, exp]
 
@@ -109,8 +150,11 @@ def growth(expr) -> tuple[float, float]:
             return 1.0, inner + terms
         if exp < 0:                         # a denominator: one term, multiplied out within
             return 1.0, sum(whole(base, -exp))
-        # (a + b)**(5/2) = (a + b)**2 * sqrt(a + b), multiplied out
-        return monomials(int(exp), terms), inner + (0.0 if exp.is_Integer else terms)
+        if exp.is_Integer:
+            return monomials(int(exp), terms), inner
+        # (a + b)**(5/2) = (a + b)**2 * sqrt(a + b), multiplied out within and without: counted as (a + b)**3, since
+        # roots multiplied together are powers again ((sqrt(s) + x)**4 has s**2 in it)
+        return monomials(math.ceil(exp), terms), inner + terms
 
     return walk(expr)
 
