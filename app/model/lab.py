@@ -285,6 +285,9 @@ def _trial(conn, cfg, fallback, have_runs):
         pass
     try:
         out = build(cfg, fallback, have_runs)
+        for side in out.sides:          # what the recipe editor prints of it, on the session's thread
+            if side.recipe is not None and not side.recipe.numeric:
+                side.recipe.matrices_latex(), side.recipe.latex_sde(), side.recipe.latex_update()
         conn.send(("ok", out.block))
     except RecursionError:
         conn.send(("recursion", None))
