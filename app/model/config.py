@@ -18,7 +18,7 @@ class LabConfig(param.Parameterized):
     sampler_b = param.Selector(default="sghmc-naive", objects=[])
     params_b = param.Dict(default={})
     V = param.Number(default=1.0, bounds=(0, 1e6), doc="simulated gradient-noise variance")
-    batch = param.Integer(default=None, allow_None=True, bounds=(1, None),
+    batch = param.Integer(default=None, allow_None=True, bounds=(1, 10**6),
                           doc="real minibatch size (data posteriors only); None: simulated noise V")
     chains = param.Integer(default=1000, bounds=(1, 100_000))
     seed = param.Integer(default=1, bounds=(0, 2**32 - 1))
