@@ -135,3 +135,12 @@ def test_a_link_whose_d_is_refused_for_its_cost_opens_with_the_registered_recipe
     block = lab.blocks["config"]
     assert block.kind == BlockKind.RECIPE and "too expensive" in block.message
     assert lab.runs and not lab.playing and lab.valid_config["D"] is None
+
+
+def test_a_trial_build_that_fails_unexpectedly_says_so_in_one_printable_line(monkeypatch):
+    def broken(cfg, fallback, have_runs):
+        raise ValueError("line one\nline two \x1b[2J" + "x" * 500)
+    monkeypatch.setattr(lab_module, "build", broken)
+    why = trial_build(LabConfig(D=[["1", "0"], ["0", "1"]]), False, False)
+    assert why.startswith("this D and Q cannot be built: ValueError: line one line two [2J")
+    assert why.isprintable() and len(why) < 300, why

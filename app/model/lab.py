@@ -321,7 +321,14 @@ def trial_build(cfg: LabConfig, fallback: bool, have_runs: bool, limit_s: float 
     return {"time": f"{what} is too expensive to build: it took longer than {limit_s:g} s",
             "memory": f"{what} is too expensive to build: it needs more than {BUILD_MEMORY >> 20} MB",
             "recursion": f"{what} is nested too deeply to differentiate",
-            }.get(kind, f"{what} cannot be built: {value}")
+            }.get(kind, f"{what} cannot be built: {_one_line(value)}")
+
+
+def _one_line(text, limit: int = 200) -> str:
+    """An exception's text as a message shows it: one line of printable characters (it may quote what was
+    typed, escapes and all), cut."""
+    text = " ".join("".join(c if c.isprintable() else " " for c in str(text)).split())
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 class Lab(param.Parameterized):
@@ -442,7 +449,8 @@ class Lab(param.Parameterized):
             else:
                 out = refused_first_build(cfg, why)
         except Exception as err:       # never lose a build silently: the session hears of it
-            out = Built(Block(BlockKind.RUN, f"the run could not be built: {type(err).__name__}: {err}"))
+            reason = _one_line(f"{type(err).__name__}: {err}")
+            out = Built(Block(BlockKind.RUN, f"the run could not be built: {reason}"))
         self.schedule(lambda: self._finish(build_id, out))
 
     def _finish(self, build_id, out: Built) -> None:
