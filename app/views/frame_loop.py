@@ -54,9 +54,11 @@ def session_schedule(doc) -> Callable[[Callable], None] | None:
     io_loop = IOLoop.current()
 
     def in_session(fn):
-        # as Panel runs its own callbacks: with this document current, so that what fn changes on Panel
-        # objects reaches the page (outside that context Panel defers, and such changes were lost)
-        with set_curdoc(doc):
+        # as Panel runs a widget's callback: with this document current and held, its changes sent
+        # together when fn returns. Run bare (curdoc set, no hold), a pane's later changes could stay queued
+        # behind Panel's write block for good: a rebuilt run's metrics never reached the page
+        # (tests/test_app_browser.py, the diverging run; docs/notes/serving.md)
+        with set_curdoc(doc), pn.io.hold(doc):
             fn()
 
     def on_loop(fn):

@@ -17,6 +17,7 @@ from ..model.config import LabConfig
 from ..model.lab import Lab
 from ..model.urlstate import apply_query, parse_search
 from .controls import RunControls
+from .frame_loop import session_schedule
 from .lab import LabView
 
 EMBED_CHAINS = 1000     # enough for a smooth histogram; the full preset runs in the lab
@@ -81,7 +82,7 @@ class LessonDemo(Viewer):
     def lab(self) -> Lab:
         """The demo's lab, built on first use (the demo's run, or its step-size ladder)."""
         if self._lab is None:
-            self._lab = Lab(self.cfg)
+            self._lab = Lab(self.cfg, schedule=session_schedule(self._doc or pn.state.curdoc))
             self._lab.param.watch(lambda e: setattr(self.header, "object", self._header(self._lab.sides)), "version")
         return self._lab
 

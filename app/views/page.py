@@ -13,6 +13,7 @@ from ..model.lab import Lab
 from ..model.reasons import Notice, NoticeKind
 from ..model.urlstate import apply_query, parse_search, query_string
 from .figures import FiguresView
+from .frame_loop import session_schedule
 from .lab import LabView
 from .lessons import LessonsView
 
@@ -59,9 +60,7 @@ class AppView(Viewer):
         query = parse_search(search)
         self.config = LabConfig()
         errors = apply_query(self.config, query)
-        # built in place for now: with a worker (schedule=session_schedule(pn.state.curdoc)) a rebuilt run's
-        # metrics did not reach the page in one browser test (docs/notes/serving.md)
-        self.lab = Lab(self.config)
+        self.lab = Lab(self.config, schedule=session_schedule(pn.state.curdoc))
         self._report_ignored(errors)
         self.lab_view: LabView | None = None
         self.lessons: LessonsView | None = None
