@@ -64,17 +64,36 @@ class SamplerSpec:
     family: str = "langevin"
     choices: dict = field(default_factory=dict)  # param -> allowed values (for strings)
     exact: bool = False               # exact-in-law samplers (HMC with Metropolis, SCIR): no recipe step
+    temperable: bool | None = None    # whether beta != 1 has a meaning; None: every family but "simplex"
+
+    def __post_init__(self):
+        # every sampler takes the inverse temperature and the step-size schedule (docs/tempering.md)
+        object.__setattr__(self, "defaults", dict(self.defaults) | {k: v for k, v in COMMON_PARAMS.items()
+                                                                    if k not in self.defaults})
+        if self.temperable is None:
+            object.__setattr__(self, "temperable", self.family != "simplex")
 
     @property
     def naive(self) -> bool:
         return self.corrected is not None
+
+    @property
+    def step_param(self) -> str:
+        """The parameter the schedule scales: eps, or h for samplers that step by a time h (SCIR)."""
+        return "eps" if "eps" in self.defaults or "h" not in self.defaults else "h"
+
+
+# beta: the inverse temperature, target exp(-beta H); eps_b, eps_c: the schedule eps_t = eps (1 + t/eps_b)^-eps_c,
+# constant with eps_c = 0 (the default)
+COMMON_PARAMS = dict(beta=1.0, eps_b=1000.0, eps_c=0.0)
 
 
 # Sizes past which a parameter stops meaning anything and starts costing: M = 1e300 makes the first
 # momentum 1e150 (every chain "diverged" at step 0), L = 1e7 leapfrog steps hold a core for minutes.
 LIMITS = {"eps": (1e-12, 100.0), "h": (1e-12, 100.0), "C": (1e-12, 1e6), "A": (1e-12, 1e6), "M": (1e-6, 1e6),
           "metric_D": (1e-6, 1e6), "metric_C": (0.0, 1e6), "Bhat": (0.0, 1e8), "B0": (1e-6, 1e6),
-          "L": (1, 1000), "memory": (0, 50), "adapt": (0, 10 ** 7), "resample_every": (0, 10 ** 7)}
+          "L": (1, 1000), "memory": (0, 50), "adapt": (0, 10 ** 7), "resample_every": (0, 10 ** 7),
+          "beta": (1e-3, 1e3), "eps_b": (1e-6, 1e12)}
 
 
 def coerce_params(spec: SamplerSpec, params: dict) -> dict:
@@ -91,6 +110,8 @@ def coerce_params(spec: SamplerSpec, params: dict) -> dict:
             out[key] = value
             continue
         if value is None or (isinstance(value, str) and value.lower() in ("none", "auto", "")):
+            if key in COMMON_PARAMS:
+                raise SamplerError(f"{key} must be a number ({SCHEDULE_HELP[key]}), got '{value}'")
             out[key] = None
             continue
         try:
@@ -116,7 +137,27 @@ def coerce_params(spec: SamplerSpec, params: dict) -> dict:
             raise SamplerError(f"{key} must be >= 0, got {out[key]}")
     if out.get("resample_every") is not None and out.get("resample_every", 0) < 0:
         raise SamplerError("resample_every must be >= 0 (0: never)")
+    check_common(spec, out)
     return out
+
+
+SCHEDULE_HELP = {"beta": "the inverse temperature, > 0; 1 samples exp(-U)",
+                 "eps_b": "the schedule's time scale, > 0",
+                 "eps_c": "the schedule's decay exponent, 0 to 1; 0: constant"}
+
+
+def check_common(spec: SamplerSpec, out: dict) -> None:
+    """beta > 0 (and 1 where it has no meaning), eps_b > 0, 0 <= eps_c <= 1."""
+    beta, b, c = out["beta"], out["eps_b"], out["eps_c"]
+    if not beta > 0:
+        raise SamplerError(f"beta must be > 0 ({SCHEDULE_HELP['beta']}), got {beta:g}")
+    if beta != 1 and not spec.temperable:
+        raise SamplerError(f"beta must be 1 for {spec.name}: its law is its own target's (a Gamma or Dirichlet), "
+                           f"which it does not temper; got beta={beta:g}")
+    if not b > 0:
+        raise SamplerError(f"eps_b must be > 0 ({SCHEDULE_HELP['eps_b']}), got {b:g}")
+    if not 0 <= c <= 1:
+        raise SamplerError(f"eps_c must be between 0 and 1 ({SCHEDULE_HELP['eps_c']}), got {c:g}")
 
 
 class Sampler:
@@ -135,6 +176,27 @@ class Sampler:
 
     def __getitem__(self, key):
         return self.params[key]
+
+    @property
+    def beta(self) -> float:
+        """The inverse temperature: the sampler leaves exp(-beta H) invariant, so theta ~ exp(-beta U)."""
+        return float(self.params["beta"])
+
+    @property
+    def scheduled(self) -> bool:
+        return self.params["eps_c"] != 0
+
+    def step_size(self, t: int = 1) -> float:
+        """The step of step t (counted from 1): eps (1 + t/eps_b)^-eps_c, eps itself when eps_c = 0."""
+        eps = self.params[self.spec.step_param]
+        if not self.scheduled:
+            return eps
+        return eps * (1.0 + t / self.params["eps_b"]) ** -self.params["eps_c"]
+
+    @property
+    def target(self):
+        """The law theta is sampled from: the potential, tempered to exp(-beta U) when beta != 1."""
+        return self.potential if self.beta == 1 else self.potential.tempered(self.beta)
 
     # the metric constant of SGRLD/SGRHMC: by default U + C = 0.5 at the mode (docs/errata.md, E3)
     @property
@@ -181,8 +243,8 @@ class Sampler:
         k = int(self.params.get("resample_every") or 0)
         if k and t > 0 and t % k == 0 and self.has_momentum:
             z = z.copy()
-            z[:, self.layout.columns("momentum")] = np.sqrt(self.params.get("M", 1.0)) * rng.standard_normal(
-                (z.shape[0], self.dim))
+            scale = np.sqrt(self.params.get("M", 1.0) / self.beta)   # r ~ N(0, M / beta)
+            z[:, self.layout.columns("momentum")] = scale * rng.standard_normal((z.shape[0], self.dim))
         return z
 
     def needs_fast_path(self) -> bool:
@@ -222,7 +284,7 @@ class Sampler:
                                f"needs the specialised path")
         if self.recipe is None:
             raise SamplerError(f"'{self.name}' is not a recipe sampler")
-        return self.recipe.advance(z, rng, self.oracle, self.params["eps"], self.bhat, t)
+        return self.recipe.advance(z, rng, self.oracle, self.step_size(t), self.bhat, t, beta=self.beta)
 
     def describe(self) -> str:
         ps = ", ".join(f"{k}={v}" for k, v in self.params.items())

@@ -57,3 +57,32 @@ def test_engine_refuses_splitting(make_sampler):
     s.step(z, np.random.default_rng(1))
     with pytest.raises(SamplerError, match="Euler"):
         s.engine_step(z, np.random.default_rng(1))
+
+
+TEMPERED = {"beta": dict(beta=0.5), "hot-bhat": dict(beta=2.0, Bhat=0.5),
+            "schedule": dict(eps_b=5.0, eps_c=0.55), "both": dict(beta=0.5, eps_b=5.0, eps_c=1.0)}
+
+
+@pytest.mark.parametrize("case", sorted(TEMPERED))
+@pytest.mark.parametrize("potential", ["gaussian", "double-well", "banana"])
+@pytest.mark.parametrize("name", FAST)
+def test_fast_path_equals_engine_tempered_and_scheduled(name, potential, case, make_sampler):
+    """beta != 1 and a step-size schedule change the fast paths and the engine the same way."""
+    kwargs = {k: v for k, v in TEMPERED[case].items() if k in REGISTRY[name].defaults}
+    s = make_sampler(name, potential, V=1.0, **kwargs)
+    assert s.beta == TEMPERED[case].get("beta", 1.0)
+    za, zb = run_both(s, steps=30)
+    assert np.isfinite(za).all()
+    np.testing.assert_allclose(za, zb, rtol=1e-10, atol=1e-10)
+
+
+def test_schedule_is_applied_by_both(make_sampler):
+    """The scheduled step really moves: eps_t = eps (1 + t/eps_b)^-eps_c, and a fast path run with it differs
+    from the constant-step run from step 1 on."""
+    s = make_sampler("sgld", "gaussian", eps=0.1, eps_b=10.0, eps_c=1.0)
+    assert s.step_size(10) == pytest.approx(0.05)
+    assert make_sampler("sgld", "gaussian", eps=0.1).step_size(10 ** 6) == 0.1
+    z0 = s.init_state(8, np.random.default_rng(0))
+    moved = s.step(z0, np.random.default_rng(1), t=10)[0]
+    const = make_sampler("sgld", "gaussian", eps=0.1).step(z0, np.random.default_rng(1), t=10)[0]
+    assert not np.allclose(moved, const)

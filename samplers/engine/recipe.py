@@ -10,6 +10,10 @@ minibatch update of Eq. (9)
 
     z <- z - eps [(D + Q) grad H~ - Gamma] + N(0, eps (2 D - eps B^)),
 
+and its tempered form at inverse temperature beta, which leaves exp(-beta H) invariant: the recipe
+(beta H, D / beta, Q / beta), whose drift is -(D + Q) grad H + Gamma / beta and whose noise is
+N(0, eps (2 D / beta - eps B^)) (docs/tempering.md),
+
 vectorised over chains, and into LaTeX. D and Q are sympy matrices in the state symbols;
 they may depend on theta through U itself (written `sym.U`, an undefined function of
 theta, so that sympy's chain rule gives Gamma in terms of U and its gradient). Matrices that
@@ -109,17 +113,17 @@ class Recipe:
         if self.numeric:
             return
         sym, d = self.sym, self.dim
-        eps_s, b_s = sympy.Symbol("eps"), sympy.Symbol("bhat")
-        drift = self.drift_exprs()
+        eps_s, b_s, beta_s = sympy.Symbol("eps"), sympy.Symbol("bhat"), sympy.Symbol("beta")
+        drift = self.drift_exprs(beta=beta_s)
         M = self.D.sym + self.Q.sym
-        args = [sym.z, sym.u, sym.g]
+        args = [sym.z, sym.u, sym.g, beta_s]
         for plan in self.block_plan:
             rows, noisy = plan["rows"], plan["noisy"]
             plan["drift_fn"] = sympy.lambdify(args, [drift[i] for i in rows], "numpy")
             plan["var_fn"] = None
             if noisy.size and all(self.D.sym[i, j] == 0 and sum(M[i, k] * M[j, k] for k in range(d)) == 0
                                   for i in noisy for j in noisy if i != j):
-                var = [eps_s * (2 * self.D.sym[i, i] - eps_s * b_s * sum(M[i, k] ** 2 for k in range(d)))
+                var = [eps_s * (2 * self.D.sym[i, i] / beta_s - eps_s * b_s * sum(M[i, k] ** 2 for k in range(d)))
                        for i in noisy]
                 plan["var_fn"] = sympy.lambdify(args + [eps_s, b_s], var, "numpy")
 
@@ -130,8 +134,8 @@ class Recipe:
         out[:, : self.dim] += g
         return out
 
-    def drift(self, z, u, g, rows=None):
-        """f = -(D + Q) grad H + Gamma, with the dropped terms removed; rows selects components."""
+    def drift(self, z, u, g, rows=None, beta: float = 1.0):
+        """f = -(D + Q) grad H + Gamma / beta, with the dropped terms removed; rows selects components."""
         rows = np.arange(self.n) if rows is None else rows
         Dv, Qv = self.D(z, u, g), self.Q(z, u, g)
         gh = self.grad_h(z, g)
@@ -140,15 +144,15 @@ class Recipe:
             f -= rows_times(Dv, rows, gh)
         if "gamma" not in self.drop and not (self.Gamma.const is not None and not self.Gamma.const.any()):
             gam = self.Gamma(z, u, g)
-            f += gam[rows] if gam.ndim == 1 else gam[:, rows]
+            f += (gam[rows] if gam.ndim == 1 else gam[:, rows]) / beta
         return f
 
-    def noise_cov(self, z, u, g, eps, bhat, rows):
-        """eps (2 D - eps B^_z) on `rows`, where B^_z = (D+Q)[:, theta] B^ (D+Q)[:, theta]^T maps the
+    def noise_cov(self, z, u, g, eps, bhat, rows, beta: float = 1.0):
+        """eps (2 D / beta - eps B^_z) on `rows`, where B^_z = (D+Q)[:, theta] B^ (D+Q)[:, theta]^T maps the
         gradient-noise covariance B^ into z-space (the noise enters through (D+Q) grad H~)."""
         Dv = self.D(z, u, g)
         D_rr = Dv[np.ix_(rows, rows)] if Dv.ndim == 2 else Dv[:, rows][:, :, rows]
-        cov = 2.0 * D_rr
+        cov = (2.0 / beta) * D_rr
         if np.any(bhat):
             M = Dv + self.Q(z, u, g)
             Mt = M[rows][:, : self.dim] if M.ndim == 2 else M[:, rows][:, :, : self.dim]
@@ -160,8 +164,9 @@ class Recipe:
             cov = cov - eps * Bz
         return eps * cov
 
-    def step(self, z, rng, oracle, eps: float, bhat=0.0):
-        """One Euler step of Eq. (9) for every chain; returns the new state (z is not modified).
+    def step(self, z, rng, oracle, eps: float, bhat=0.0, beta: float = 1.0):
+        """One Euler step of Eq. (9) for every chain, tempered to exp(-beta H); returns the new state (z is
+        not modified).
 
         bhat: the gradient-noise covariance estimate B^ in theta-space (scalar, (d, d) or per chain),
         or None to ask the oracle right after each gradient evaluation (a minibatch's own estimate).
@@ -185,15 +190,15 @@ class Recipe:
             compiled = np.ndim(b) == 0 and "drift_fn" in plan
             if compiled:
                 cols, gcols = list(z.T), list(gg.T)
-                f = columns(plan["drift_fn"](cols, u, gcols), z.shape[0])
+                f = columns(plan["drift_fn"](cols, u, gcols, beta), z.shape[0])
             else:
-                f = self.drift(z, u, gg, rows)
+                f = self.drift(z, u, gg, rows, beta)
             if noisy.size:
                 xi = rng.standard_normal((z.shape[0], noisy.size))
                 if compiled and plan.get("var_fn") is not None:
-                    kick = scaled_noise(columns(plan["var_fn"](cols, u, gcols, eps, float(b)), z.shape[0]), xi)
+                    kick = scaled_noise(columns(plan["var_fn"](cols, u, gcols, beta, eps, float(b)), z.shape[0]), xi)
                 else:
-                    kick = correlated_noise(self.noise_cov(z, u, gg, eps, b, noisy), xi, "2D - eps*Bhat")
+                    kick = correlated_noise(self.noise_cov(z, u, gg, eps, b, noisy, beta), xi, "2D/beta - eps*Bhat")
             z[:, rows] += eps * f
             if noisy.size:
                 z[:, noisy] += kick
@@ -201,16 +206,17 @@ class Recipe:
                 u = g = None
         return z
 
-    def advance(self, z, rng, oracle, eps: float, bhat=0.0, t: int = 1):
+    def advance(self, z, rng, oracle, eps: float, bhat=0.0, t: int = 1, beta: float = 1.0):
         """`step` with what it did: (new state, StepInfo)."""
-        return self.step(z, rng, oracle, eps, bhat), ONE_GRADIENT
+        return self.step(z, rng, oracle, eps, bhat, beta), ONE_GRADIENT
 
     # -- presentation --------------------------------------------------------------
     def matrices_latex(self) -> dict:
         return latex.matrices(self)
 
-    def drift_exprs(self, dropped: bool = True):
-        """The drift f_i as sympy expressions in the state, U and grad U~ (dropped terms removed)."""
+    def drift_exprs(self, dropped: bool = True, beta=None):
+        """The drift f_i as sympy expressions in the state, U and grad U~ (dropped terms removed);
+        with beta (a number or symbol), the tempered drift, Gamma divided by beta."""
         if self.numeric:
             raise RecipeError("a recipe with numeric D and Q has no symbolic drift")
         sym = self.sym
@@ -222,7 +228,7 @@ class Recipe:
             dterm = -sum(self.D.sym[i, j] * gh[j] for j in range(self.n))
             fi = q + (0 if (dropped and "friction" in self.drop) else dterm)
             if not (dropped and "gamma" in self.drop):
-                fi += self.Gamma.sym[i]
+                fi += self.Gamma.sym[i] if beta is None else self.Gamma.sym[i] / beta
             # multiplied out when small (the registered recipes: their compiled drift is these sums); a typed
             # cell may be a power of a sum that would multiply out to millions of terms
             out.append(validate.multiplied_out(fi))

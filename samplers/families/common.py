@@ -61,4 +61,5 @@ def level_metric(s, sym):
 
 
 def init_momentum(s, chains, rng):
-    return np.sqrt(s.params.get("M", 1.0)) * rng.standard_normal((chains, s.dim))
+    """r ~ N(0, M / beta), the momentum's law under exp(-beta H)."""
+    return np.sqrt(s.params.get("M", 1.0) / s.beta) * rng.standard_normal((chains, s.dim))

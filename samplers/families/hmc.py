@@ -35,8 +35,8 @@ def _check_common(params):
 
 
 def _init_momentum(s, chains, rng):
-    """p ~ N(0, M)."""
-    return np.sqrt(s["M"]) * rng.standard_normal((chains, s.dim))
+    """p ~ N(0, M / beta), the momentum's law under exp(-beta H)."""
+    return np.sqrt(s["M"] / s.beta) * rng.standard_normal((chains, s.dim))
 
 
 
@@ -49,16 +49,20 @@ def proposal(s, z, rng, oracle, force, velocity, t: int, memory=None):
     memory: the curvature memory that follows z's momentum (QNHMC's B), or None.
     Random draws, in order: the momentum, the oracle's noise at each of the L + 1 gradient
     evaluations, one uniform per chain (drawn with or without the Metropolis test).
+
+    At inverse temperature beta the target is exp(-beta H): p ~ N(0, M / beta) and the test accepts with
+    probability min{1, exp(beta (H0 - H1))}; the flow of H is the flow of beta H with time rescaled,
+    so the leapfrog map itself (volume preserving, reversible) does not change.
     """
     with np.errstate(all="ignore"):   # a trajectory that blows up is rejected (or left to the guard)
         return _proposal(s, z, rng, oracle, force, velocity, t, memory)
 
 
 def _proposal(s, z, rng, oracle, force, velocity, t, memory):
-    d, eps, L, M = s.dim, s["eps"], int(s["L"]), s["M"]
+    d, eps, L, M, beta = s.dim, s.step_size(t), int(s["L"]), s["M"], s.beta
     c = z.shape[0]
     theta, rest = z[:, :d], z[:, 2 * d:]
-    p0 = np.sqrt(M) * rng.standard_normal((c, d))
+    p0 = np.sqrt(M / beta) * rng.standard_normal((c, d))
     zc = z.copy()
     zc[:, d: 2 * d] = p0
     u0 = s.potential.U(theta)
@@ -78,7 +82,7 @@ def _proposal(s, z, rng, oracle, force, velocity, t, memory):
     h1 = s.potential.U(q) + np.einsum("ci,ci->c", p, p) / (2 * M)
     log_u = np.log(rng.random(c))
     if s["metropolis"] == "on":
-        accept = log_u < h0 - h1          # NaN energies compare False: rejected
+        accept = log_u < beta * (h0 - h1)   # NaN energies compare False: rejected
     else:
         accept = np.ones(c, bool)         # the dynamics alone; a blow-up is left to the divergence guard
     a = accept[:, None]
@@ -118,10 +122,12 @@ class LeapfrogRecipe(Recipe):
                 r"\text{last kick } \tfrac{\epsilon}{2}\\ "
                 r"&\text{accept with probability } \min\{1, e^{H_0 - H_1}\}\end{aligned}")
 
-    def step(self, z, rng, oracle, eps, bhat=0.0):
+    def step(self, z, rng, oracle, eps, bhat=0.0, beta: float = 1.0):
         return self.advance(z, rng, oracle, eps, bhat)[0]
 
-    def advance(self, z, rng, oracle, eps, bhat=0.0, t: int = 1):
+    def advance(self, z, rng, oracle, eps, bhat=0.0, t: int = 1, beta: float = 1.0):
+        """The sampler's proposal at step t (its step size and beta are the sampler's: D = 0 and Gamma = 0,
+        so beta enters only through the momentum's law and the test)."""
         s, d = self.sampler, self.dim
         p_rows, t_rows = np.arange(d, 2 * d), np.arange(d)
 

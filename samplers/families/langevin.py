@@ -22,14 +22,15 @@ def sgld_recipe(s):
 
 
 def sgld_fast(s, z, rng, t):
-    eps = s["eps"]
+    eps, beta = s.step_size(t), s.beta
     _, g, b = gradient(s, z, rng)
-    return z - eps * g + kick(eps * (2.0 - eps * b), z.shape, rng), ONE_GRADIENT
+    return z - eps * g + kick(eps * (2.0 / beta - eps * b), z.shape, rng), ONE_GRADIENT
 
 
 SGLD = SamplerSpec(
     name="sgld", title="SGLD", source="recipe paper Eq. (13) (Welling & Teh 2011)",
-    doc="Stochastic gradient Langevin dynamics: z = θ, H = U, D = I, Q = 0.",
+    doc="Stochastic gradient Langevin dynamics: z = θ, H = U, D = I, Q = 0; at inverse temperature β, "
+    "θ ← θ − ε∇Ũ + N(0, ε(2/β − εB̂)).",
     defaults=dict(eps=0.01, Bhat=0.0), layout=lambda d, p: {}, recipe=sgld_recipe, fast=sgld_fast)
 
 
@@ -41,12 +42,13 @@ def sgrld_recipe(s):
 
 
 def sgrld_fast(s, z, rng, t):
-    eps, mD = s["eps"], s["metric_D"]
+    eps, mD, beta = s.step_size(t), s["metric_D"], s.beta
     u, g, b = gradient(s, z, rng, value=True)
     w = (u + s.metric_C)[:, None]
     ginv = mD * np.sqrt(np.abs(w))
     dginv = 0.5 * mD * np.sign(w) / np.sqrt(np.abs(w))   # d G^-1 / dU; Gamma_i = dginv * dU/dtheta_i
-    return z + eps * (dginv * g - ginv * g) + kick(eps * (2 * ginv - eps * b * ginv ** 2), z.shape, rng), ONE_GRADIENT
+    drift = dginv * g / beta - ginv * g                   # -D grad U + Gamma / beta
+    return z + eps * drift + kick(eps * (2 * ginv / beta - eps * b * ginv ** 2), z.shape, rng), ONE_GRADIENT
 
 
 SGRLD = SamplerSpec(

@@ -184,7 +184,7 @@ MEMORY = CurvatureMemory()
 class NaiveLeapfrogRecipe(LeapfrogRecipe):
     """Eq. (4)'s drift, theta' = M^-1 p, p' = -B grad U, which no (H, D, Q) produces, on QNHMC's state."""
 
-    def drift(self, z, u, g, rows=None):
+    def drift(self, z, u, g, rows=None, beta: float = 1.0):
         d, M = self.dim, self.sampler["M"]
         rows = np.arange(self.n) if rows is None else np.asarray(rows)
         f = np.zeros((z.shape[0], self.n))
@@ -192,9 +192,9 @@ class NaiveLeapfrogRecipe(LeapfrogRecipe):
         f[:, d: 2 * d] = -Curvature(self.sampler, z[:, 2 * d:]).apply(g)   # p' = -B grad U
         return f[:, rows]
 
-    def drift_exprs(self, dropped: bool = True):
+    def drift_exprs(self, dropped: bool = True, beta=None):   # no Gamma: beta leaves the drift alone
         if self.numeric:
-            return super().drift_exprs(dropped)
+            return super().drift_exprs(dropped, beta)
         d, sym = self.dim, self.sym
         r, b = sym.aux[:d], sym.aux[d:]
         M = self.sampler["M"]

@@ -22,10 +22,11 @@ from samplers.sampler import SamplerSpec
 
 # -- SGHMC and its naive form ------------------------------------------------------
 def _sghmc_C(s) -> float:
-    """Naive SGHMC injects no noise: its only diffusion is the gradient noise's, eps V / 2."""
+    """Naive SGHMC injects no noise: its only diffusion is the gradient noise's, eps V / 2, which at inverse
+    temperature beta is D / beta, so C = beta eps V / 2 (eps: the base step, not a scheduled one)."""
     if s["C"] is not None:
         return float(s["C"])
-    return 0.5 * s["eps"] * noise_level(s.oracle) if s.spec.naive else 1.0
+    return 0.5 * s.beta * s["eps"] * noise_level(s.oracle) if s.spec.naive else 1.0
 
 
 def sghmc_recipe(s):
@@ -41,12 +42,12 @@ def sghmc_recipe(s):
 
 
 def sghmc_fast(s, z, rng, t):
-    d, eps, M = s.dim, s["eps"], s["M"]
+    d, eps, M, beta = s.dim, s.step_size(t), s["M"], s.beta
     C = _sghmc_C(s)
     friction = 0.0 if s.spec.naive else C
     theta, r = z[:, :d], z[:, d:]
     if s["integrator"] == "splitting":
-        return _sghmc_splitting(s, theta, r, rng, eps, C, friction, M)
+        return _sghmc_splitting(s, theta, r, rng, eps, C, friction, M, beta)
     _, g, b = gradient(s, theta, rng)
     # in place where possible: this is the path the speed benchmark holds to the RNG floor
     out = np.empty_like(z)
@@ -55,26 +56,27 @@ def sghmc_fast(s, z, rng, t):
     g *= eps
     r_new -= g
     if C:   # with C = 0 the recipe has no diffusion and draws nothing
-        r_new += kick(eps * (2 * C - eps * b), r.shape, rng)
+        r_new += kick(eps * (2 * C / beta - eps * b), r.shape, rng)
     np.multiply(r_new, eps / M, out=out[:, :d])
     out[:, :d] += theta
     return out, ONE_GRADIENT
 
 
-def _sghmc_splitting(s, theta, r, rng, eps, C, friction, M):
+def _sghmc_splitting(s, theta, r, rng, eps, C, friction, M, beta):
     """Symmetric splitting A(h/2) B(h/2) O(h) B(h/2) A(h/2) (Oono 2016, lecture notes; Chen, Ding & Carin 2015)."""
     damp = np.exp(-friction * eps / (2 * M))
     theta = theta + 0.5 * eps * r / M
     r = r * damp
     _, g, b = gradient(s, theta, rng)
-    r = r - eps * g + (kick(eps * (2 * C - eps * b), r.shape, rng) if C else 0.0)
+    r = r - eps * g + (kick(eps * (2 * C / beta - eps * b), r.shape, rng) if C else 0.0)
     r = r * damp
     theta = theta + 0.5 * eps * r / M
     return np.concatenate([theta, r], axis=1), ONE_GRADIENT
 
 
 SGHMC_DOC = ("Stochastic gradient HMC: z = (θ, r), H = U + rᵀr/2M, D = diag(0, C·I), Q = [[0, −I], [I, 0]]; "
-             "noise N(0, ε(2C − εB̂)). integrator: euler (momentum first) or splitting (ABOBA).")
+             "noise N(0, ε(2C/β − εB̂)) at inverse temperature β, r ~ N(0, M/β). "
+             "integrator: euler (momentum first) or splitting (ABOBA).")
 SGHMC = SamplerSpec(
     name="sghmc", title="SGHMC", source="recipe paper Eq. (12) (Chen, Fox & Guestrin 2014)", doc=SGHMC_DOC,
     defaults=dict(eps=0.05, C=1.0, M=1.0, Bhat=0.0, resample_every=0, integrator="euler"), layout=momentum_layout,

@@ -35,15 +35,15 @@ def sgrhmc_recipe(s):
 
 
 def sgrhmc_fast(s, z, rng, t):
-    d, eps, mD = s.dim, s["eps"], s["metric_D"]
+    d, eps, mD, beta = s.dim, s.step_size(t), s["metric_D"], s.beta
     theta, r = z[:, :d], z[:, d:]
     u, g, b = gradient(s, theta, rng, value=True)
     w = (u + s.metric_C)[:, None]
     half = np.sqrt(mD) * np.abs(w) ** 0.25                       # G^{-1/2}
     drift = -half * g - half ** 2 * r
-    if not s.spec.naive:   # Gamma_r = grad_theta G^{-1/2} = (dG^{-1/2}/dU) grad U
-        drift += 0.25 * np.sqrt(mD) * np.sign(w) * np.abs(w) ** -0.75 * g
-    r_new = r + eps * drift + kick(eps * (2 - eps * b) * half ** 2, r.shape, rng)
+    if not s.spec.naive:   # Gamma_r / beta, Gamma_r = grad_theta G^{-1/2} = (dG^{-1/2}/dU) grad U
+        drift += (0.25 / beta) * np.sqrt(mD) * np.sign(w) * np.abs(w) ** -0.75 * g
+    r_new = r + eps * drift + kick(eps * (2 / beta - eps * b) * half ** 2, r.shape, rng)
     return np.concatenate([theta + eps * half * r_new, r_new], axis=1), ONE_GRADIENT
 
 

@@ -73,13 +73,13 @@ def cir_transition(theta, a, h, rng):
 def scir_fast(s, z, rng, t):
     """One exact CIR transition over h with a-hat from a fresh minibatch (Eq. 2.3)."""
     theta = np.abs(z)   # a start drawn around the mean may be negative: the CIR is started at |theta|
-    return cir_transition(theta, shape_estimate(s, z.shape[0], rng), s["h"], rng), ONE_GRADIENT
+    return cir_transition(theta, shape_estimate(s, z.shape[0], rng), s.step_size(t), rng), ONE_GRADIENT
 
 
 def sgrld_simplex_fast(s, z, rng, t):
     """Patterson & Teh (2013), expanded mean: an Euler-Maruyama step of the mirrored CIR-type diffusion."""
     pot = _target(s)
-    eps = s["eps"]
+    eps = s.step_size(t)
     theta = np.abs(z)
     c = z.shape[0]
     if pot.data is None:                            # gamma:a, no data: drift a - theta

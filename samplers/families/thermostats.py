@@ -41,34 +41,37 @@ def _thermostat_recipe(s, multivariate: bool):
                   description="z = (theta, r, xi), thermostat coupling through Q")
 
 
-def _thermostat_fast(s, z, rng, multivariate: bool):
-    d, eps, A = s.dim, s["eps"], s["A"]
+def _thermostat_fast(s, z, rng, multivariate: bool, t: int = 1):
+    d, eps, A, beta = s.dim, s.step_size(t), s["A"], s.beta
     theta, r, xi = z[:, :d], z[:, d:2 * d], z[:, 2 * d:]
     if s.params.get("integrator") == "splitting":
-        return _msgnht_splitting(s, theta, r, xi, rng, eps, A)
+        return _msgnht_splitting(s, theta, r, xi, rng, eps, A, beta)
     _, g, b = gradient(s, theta, rng)
-    r_new = r - eps * (g + xi * r) + kick(eps * (2 * A - eps * b), r.shape, rng)
+    r_new = r - eps * (g + xi * r) + kick(eps * (2 * A / beta - eps * b), r.shape, rng)
     theta_new = theta + eps * r_new
     heat = r_new ** 2 if multivariate else (r_new ** 2).mean(axis=1, keepdims=True)
-    return np.concatenate([theta_new, r_new, xi + eps * (heat - 1.0)], axis=1), ONE_GRADIENT
+    # Gamma_xi = -1 enters as -1/beta: the thermostat drives the kinetic temperature to 1/beta
+    return np.concatenate([theta_new, r_new, xi + eps * (heat - 1.0 / beta)], axis=1), ONE_GRADIENT
 
 
-def _msgnht_splitting(s, theta, r, xi, rng, eps, A):
-    """A(h/2) B(h/2) O(h) B(h/2) A(h/2) for mSGNHT (Oono 2016, lecture notes, corrected: errata E5)."""
+def _msgnht_splitting(s, theta, r, xi, rng, eps, A, beta):
+    """A(h/2) B(h/2) O(h) B(h/2) A(h/2) for mSGNHT (Oono 2016, lecture notes, corrected: errata E5), at
+    inverse temperature beta (noise 2A/beta, the thermostat's target r^2 = 1/beta)."""
     theta = theta + 0.5 * eps * r
-    xi = xi + 0.5 * eps * (r ** 2 - 1.0)
+    xi = xi + 0.5 * eps * (r ** 2 - 1.0 / beta)
     r = r * np.exp(-0.5 * eps * xi)
     _, g, b = gradient(s, theta, rng)
-    r = r - eps * g + kick(eps * (2 * A - eps * b), r.shape, rng)
+    r = r - eps * g + kick(eps * (2 * A / beta - eps * b), r.shape, rng)
     r = r * np.exp(-0.5 * eps * xi)
     theta = theta + 0.5 * eps * r
-    xi = xi + 0.5 * eps * (r ** 2 - 1.0)
+    xi = xi + 0.5 * eps * (r ** 2 - 1.0 / beta)
     return np.concatenate([theta, r, xi], axis=1), ONE_GRADIENT
 
 
 def _init_thermostat(s, chains, rng):
     n_xi = len(s.aux_names) - s.dim   # one thermostat, or one per coordinate
-    return np.concatenate([rng.standard_normal((chains, s.dim)), np.full((chains, n_xi), s["A"])], axis=1)
+    r = rng.standard_normal((chains, s.dim)) / np.sqrt(s.beta)   # r ~ N(0, 1/beta) under exp(-beta H)
+    return np.concatenate([r, np.full((chains, n_xi), s["A"])], axis=1)
 
 
 SGNHT = SamplerSpec(
@@ -77,7 +80,7 @@ SGNHT = SamplerSpec(
     doc="Stochastic gradient Nosé–Hoover thermostat: z = (θ, r, ξ), one scalar ξ that drives rᵀr/d to 1. "
     "D = diag(0, A·I, 0), Q couples r and ξ through r/d; Γ_ξ = −1.",
     defaults=dict(eps=0.02, A=1.0, Bhat=0.0), layout=lambda d, p: {"momentum": names("r", d), "thermostat": ["xi"]},
-    recipe=lambda s: _thermostat_recipe(s, False), fast=lambda s, z, rng, t: _thermostat_fast(s, z, rng, False),
+    recipe=lambda s: _thermostat_recipe(s, False), fast=lambda s, z, rng, t: _thermostat_fast(s, z, rng, False, t),
     init_aux=_init_thermostat, family="thermostat")
 
 MSGNHT = SamplerSpec(
@@ -86,7 +89,7 @@ MSGNHT = SamplerSpec(
     "integrator: euler or splitting (ABOBA, Oono 2016; errata E5).",
     defaults=dict(eps=0.02, A=1.0, Bhat=0.0, integrator="euler"),
     layout=lambda d, p: {"momentum": names("r", d), "thermostat": names("xi", d)},
-    recipe=lambda s: _thermostat_recipe(s, True), fast=lambda s, z, rng, t: _thermostat_fast(s, z, rng, True),
+    recipe=lambda s: _thermostat_recipe(s, True), fast=lambda s, z, rng, t: _thermostat_fast(s, z, rng, True, t),
     fast_only=dict(integrator="splitting"), init_aux=_init_thermostat, family="thermostat",
     choices=dict(integrator=("euler", "splitting")))
 

@@ -8,6 +8,7 @@ scipy.stats in the tests.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -49,6 +50,7 @@ class Potential:
     exact_sampler: Callable | None = None  # (n, rng) -> (n, dim) exact draws, where cheap
     data: object = None                    # the data set of a data posterior (for minibatches)
     start: Array | None = None             # where chains start by default
+    temper: Callable | None = None         # beta -> the tempered law exp(-beta U) in closed form, where known
 
     # -- the exact law, computed when first asked for: building a potential costs nothing -------
     @cached_property
@@ -76,6 +78,31 @@ class Potential:
                 if i not in out:
                     out[i] = self._grid_marginal(i)
         return out
+
+    def tempered(self, beta: float) -> Potential:
+        """The law exp(-beta U) / Z(beta) as a potential (U scaled by beta), normalised as every potential is:
+        a closed form where the preset gives one (`temper`), else numerically on the grid of its box.
+
+        For beta < 1 the law is wider: the box grows by 1/sqrt(beta) about its centre (exact for a Gaussian,
+        more than enough for U growing faster), so the grid still holds the law. Closed-form marginals
+        of exp(-U) do not carry over and are recomputed on the grid (dim <= 2)."""
+        beta = float(beta)
+        if beta == 1:
+            return self
+        if not beta > 0:
+            raise PotentialError(f"beta must be > 0, got {beta:g}")
+        if self.temper is not None:
+            return self.temper(beta)
+        grow = max(1.0, beta ** -0.5)
+        box = tuple(((lo + hi) / 2 - grow * (hi - lo) / 2, (lo + hi) / 2 + grow * (hi - lo) / 2)
+                    for lo, hi in self.box)
+        U, grad = self.U, self.grad
+        return dataclasses.replace(
+            self, name=f"{self.name} at beta={beta:g}", U=lambda t: beta * U(t), grad=lambda t: beta * grad(t),
+            box=box, description=f"{self.description} (tempered: exp(-{beta:g} U))",
+            formula=rf"{beta:g}\,\left[{self.formula}\right]" if self.formula else "",
+            known_u_min=None if self.known_u_min is None else beta * self.known_u_min, known_log_z=None,
+            known_marginals={}, exact_sampler=None, temper=None)
 
     def normalise(self) -> Potential:
         """Compute the normalisation now (and check exp(-U) is integrable on the box): PotentialError if not."""

@@ -73,7 +73,15 @@ def gaussian_nd(name: str, cov: Array, description: str, formula: str, box_sd: f
         tuple((-box_sd * s, box_sd * s) for s in sd[:2]), description=description, formula=formula,
         known_u_min=0.0, known_log_z=0.5 * (d * np.log(2 * np.pi) + np.linalg.slogdet(cov)[1]),
         known_marginals={i: stats.norm(0, sd[i]).pdf for i in range(d)},
-        exact_sampler=lambda n, rng: rng.standard_normal((n, d)) @ chol.T, start=np.zeros(d))
+        exact_sampler=lambda n, rng: rng.standard_normal((n, d)) @ chol.T, start=np.zeros(d),
+        # exp(-beta U) is the Gaussian of covariance cov / beta: its marginals stay closed-form in any dimension
+        temper=lambda beta: _renamed(gaussian_nd(name, cov / beta, description, formula, box_sd), beta))
+
+
+def _renamed(pot: Potential, beta: float) -> Potential:
+    pot.name, pot.temper = f"{pot.name} at beta={beta:g}", None
+    pot.description += f" (tempered: exp(-{beta:g} U))"
+    return pot
 
 
 def correlated_gaussian(rho: float = 0.9) -> Potential:
