@@ -201,6 +201,14 @@ def read_samples(path) -> tuple[np.ndarray, dict]:
 def cmd_diagnose(args, out):
     theta, meta = read_samples(args.file)
     pot = get_potential(meta["potential"])
+    beta = (meta.get("params") or {}).get("beta", 1.0) if isinstance(meta.get("params"), dict) else 1.0
+    try:
+        beta = float(beta)
+    except (TypeError, ValueError):
+        raise UsageError(f"the file's beta '{plain(beta, 40)}' is not a number") from None
+    if not (np.isfinite(beta) and beta > 0):
+        raise UsageError(f"the file's beta must be a number > 0, got {beta:g}")
+    pot = pot.tempered(beta)   # the law the samples were drawn from: exp(-beta U)
     if theta.shape[2] != pot.dim:
         raise UsageError(f"theta has shape {theta.shape}, expected (kept, chains, {pot.dim})")
     with np.errstate(all="ignore"), warnings.catch_warnings():

@@ -196,7 +196,11 @@ class Sampler:
     @property
     def target(self):
         """The law theta is sampled from: the potential, tempered to exp(-beta U) when beta != 1."""
-        return self.potential if self.beta == 1 else self.potential.tempered(self.beta)
+        if self.beta == 1:
+            return self.potential
+        if getattr(self, "_target", None) is None:
+            self._target = self.potential.tempered(self.beta)
+        return self._target
 
     # the metric constant of SGRLD/SGRHMC: by default U + C = 0.5 at the mode (docs/errata.md, E3)
     @property

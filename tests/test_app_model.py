@@ -492,3 +492,42 @@ def test_parameters_past_their_limits_are_refused_and_a_dead_run_does_not_play()
     assert not lab.playing and lab.notice.kind is NoticeKind.DIVERGED and "Reset" in lab.notice.message
     lab.reset()
     assert lab.can_run
+
+
+def test_beta_and_the_schedule_travel_in_the_url_and_are_checked():
+    cfg = LabConfig(potential="double-well", sampler="sgld", params={"beta": "0.5", "eps_b": "100", "eps_c": "0.55"},
+                    compare=True, sampler_b="sghmc", params_b={"beta": "2"})
+    q = to_query(cfg)
+    assert (q["a.beta"], q["a.eps_b"], q["a.eps_c"], q["b.beta"]) == ("0.5", "100", "0.55", "2")
+    upd, errors = from_query(parse_search(query_string(cfg)))
+    assert not errors and to_query(LabConfig(**upd)) == q
+    upd, errors = from_query(parse_search("?s=sgld&a.beta=0&a.eps_b=-1&a.eps_c=3&cmp=1&sb=scir&b.beta=0.5"))
+    assert "params" not in upd and "params_b" not in upd
+    for key, word in (("a.beta", "beta must be"), ("a.eps_b", "eps_b must be > 0"),
+                      ("a.eps_c", "eps_c must be between 0 and 1"), ("b.beta", "beta must be 1 for scir")):
+        assert any(f"'{key}'" in e and word in e for e in errors), (key, errors)
+
+
+def test_each_side_is_scored_against_its_own_tempered_law():
+    lab = lab_for(potential="gaussian", sampler="sgld", params={"beta": "0.5"}, compare=True, sampler_b="sgld",
+                  chains=200)
+    assert not lab.blocks
+    hot, cold = lab.runs
+    assert hot.pot.name == "gaussian at beta=0.5" and cold.pot.name == "gaussian"
+    np.testing.assert_allclose(hot.masses, exact_masses(hot.sampler.target, tuple(hot.edges) if hot.dim == 2
+                                                        else hot.edges[0]))
+    assert hot.pot.box[0][1] > cold.pot.box[0][1]          # the wider law gets a wider box
+    lab.play()
+    assert lab.frame(5) and np.isfinite(hot.metrics()["kl"])
+
+
+def test_beta_and_the_schedule_are_parameter_fields():
+    from app.views.controls import ParamFields
+    lab = lab_for(chains=50)
+    fields = ParamFields(lab)
+    assert {k: fields.widgets[k].value for k in ("beta", "eps_b", "eps_c")} == \
+        {"beta": "1.0", "eps_b": "1000.0", "eps_c": "0.0"}
+    fields.widgets["beta"].value = "-1"
+    assert "beta must be" in fields.error.object and "beta" not in lab.config.params
+    fields.widgets["beta"].value = "0.5"
+    assert fields.error.object == "" and lab.config.params["beta"] == "0.5"

@@ -7,7 +7,8 @@ cheap on the server and small on the websocket.
 The histogram accumulates every `thin`-th state of every live chain after `burn` steps; until
 then it shows the ensemble as it is now. KL and TV are computed from those counts against the
 exact bin masses (joint for 1-D and 2-D targets, the θ₁ marginal beyond), with the mass
-outside the plotting box as one more bin, as samplers.diagnostics does.
+outside the plotting box as one more bin, as samplers.diagnostics does. The exact law is the sampler's
+`target`: exp(-beta U) at that side's inverse temperature, so two sides at different beta each have theirs.
 """
 from __future__ import annotations
 
@@ -66,7 +67,7 @@ class LiveRun:
                  n_paths: int = 3, max_points: int = 2000, ess_chains: int = 128, ess_len: int = 256,
                  label: str = "A"):
         self.sampler, self.label = sampler, label
-        self.pot = pot = sampler.potential
+        self.pot = pot = sampler.target   # exp(-beta U) at this side's inverse temperature
         self.dim = pot.dim
         self.plot_dims = min(self.dim, 2)
         self.burn, self.thin = int(burn), max(1, int(thin))
