@@ -108,3 +108,24 @@ def test_cli_bad_values_exit_2_naming_the_parameter(setting, name, tmp_path):
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and name in lines[0], out.stderr
+
+
+def test_momentum_and_thermostat_follow_the_temperature(make_sampler):
+    """Errata E10: under exp(-beta H) the momentum's law is N(0, M/beta) (Z_K = integral of exp(-beta K), not
+    of exp(+K)), and a thermostat drives r^T r / d to 1/beta: Gamma_xi = -1 enters the drift as -1/beta."""
+    res = run(make_sampler("sghmc", "gaussian", V=0.0, beta=0.5, M=2.0), 500, 2000, burn=1000, seed=3, keep_aux=True)
+    assert abs(res.aux.var() - 4.0) < 0.1, res.aux.var()          # M / beta = 4
+    res = run(make_sampler("sgnht", "gaussian", V=4.0, beta=0.5), 500, 2000, burn=3000, seed=3, keep_aux=True)
+    assert abs((res.aux[:, :, 0] ** 2).mean() - 2.0) < 0.05      # 1 / beta, with gradient noise it is not told of
+
+
+def test_gradient_noise_correction_is_not_tempered(make_sampler):
+    """Errata E10: tempering Eq. (9) divides the injected 2D by beta but not eps B^: the gradient noise enters
+    through (D + Q) grad H~ whatever beta is. For SGLD on N(0, 1) at beta = 2 with V = B^ = 10, eps = 0.1 the
+    stationary variance is (2/beta)/(2 - eps) = 0.526 (KL ~ 0.001 from the target's 0.5); dividing the
+    whole noise eps (2 - eps B^) by beta would give (eps V (1 - 1/beta) + 2/beta)/(2 - eps) = 0.789."""
+    s = make_sampler("sgld", "gaussian", V=10.0, beta=2.0, eps=0.1, Bhat=10.0)
+    sc, floor, res = kl_run(s)
+    assert floor < KL_TOL / 3 and sc["kl"] <= KL_TOL, (sc["kl"], floor)
+    var = res.theta.var()
+    assert abs(var - 1 / 1.9) < 0.02 and abs(var - 1.5 / 1.9) > 0.2, var
