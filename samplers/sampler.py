@@ -141,8 +141,8 @@ def coerce_params(spec: SamplerSpec, params: dict) -> dict:
     return out
 
 
-SCHEDULE_HELP = {"beta": "the inverse temperature, > 0; 1 samples exp(-U)",
-                 "eps_b": "the schedule's time scale, > 0",
+SCHEDULE_HELP = {"beta": "the inverse temperature, 0.001 to 1000; 1 samples exp(-U)",
+                 "eps_b": "the schedule's time scale in steps, > 0",
                  "eps_c": "the schedule's decay exponent, 0 to 1; 0: constant"}
 
 

@@ -531,3 +531,12 @@ def test_beta_and_the_schedule_are_parameter_fields():
     assert "beta must be" in fields.error.object and "beta" not in lab.config.params
     fields.widgets["beta"].value = "0.5"
     assert fields.error.object == "" and lab.config.params["beta"] == "0.5"
+
+
+def test_beta_and_schedule_fields_say_their_bounds():
+    from app.model.presets import param_help
+    from app.views.controls import ParamFields
+    fields = ParamFields(lab_for(chains=50))
+    assert "0.001 to 1000" in fields.widgets["beta"].description
+    assert "0 to 1" in fields.widgets["eps_c"].description and "> 0" in fields.widgets["eps_b"].description
+    assert param_help("eps") is None

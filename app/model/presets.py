@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from samplers.registry import REGISTRY, get_spec, sampler_names
-from samplers.sampler import SamplerError, coerce_params
+from samplers.sampler import SCHEDULE_HELP, SamplerError, coerce_params
 from samplers.targets.potential import Potential
 from samplers.targets.presets import get_potential, preset_names
 
@@ -57,6 +57,14 @@ def known_potential(spec: str) -> bool:
 
 def default_params(sampler: str) -> dict:
     return dict(REGISTRY[sampler].defaults) if sampler in REGISTRY else {}
+
+
+def param_help(key: str) -> str | None:
+    """A field's tooltip for the parameters every sampler shares (beta and the step-size schedule)."""
+    if key in SCHEDULE_HELP:
+        return f"{key}: {SCHEDULE_HELP[key]} (eps_t = eps (1 + t/eps_b)^-eps_c)" if key != "beta" else \
+            f"beta: {SCHEDULE_HELP[key]}; theta is sampled from exp(-beta U)"
+    return None
 
 
 def validate_params(sampler: str, params: dict) -> str | None:

@@ -21,6 +21,7 @@ from ..model.presets import (
     TYPED,
     compare_pairs,
     default_params,
+    param_help,
     potential_names,
     sampler_label,
     samplers,
@@ -164,7 +165,8 @@ class ParamFields(Viewer):
                                                  css_classes=[f"param-{key}"])
             else:
                 w = pn.widgets.TextInput.from_param(self.values.param[key], name=key, sizing_mode="stretch_width",
-                                                    css_classes=[f"param-{self.side.lower()}-{key}"])
+                                                    css_classes=[f"param-{self.side.lower()}-{key}"],
+                                                    **({"description": param_help(key)} if param_help(key) else {}))
             self.widgets[key] = w
         self.values.param.watch(self._on_edit, list(shown))
         self.grid.objects = list(self.widgets.values())
