@@ -631,3 +631,20 @@ def test_crafted_link_keys_show_as_plain_text_not_links_or_images(lab):
     page.wait_for_timeout(500)
     assert not p.external, p.external
     assert not p.errors, p.errors
+
+
+def test_beta_and_the_schedule_come_from_the_link_and_go_back_to_it(lab, server):
+    p = lab("?pot=gaussian&s=sgld&a.beta=0.5&a.eps_b=100&a.eps_c=0.55")
+    page = p.page
+    assert page.locator(".param-a-beta input").first.input_value() == "0.5"
+    assert page.locator(".param-a-eps_b input").first.input_value() == "100"
+    assert page.locator(".param-a-eps_c input").first.input_value() == "0.55"
+    fill(page, ".param-a-beta", "0")
+    wait_text(page.locator(".params-error-a").first, "beta must be")
+    fill(page, ".param-a-beta", "2")
+    deadline = time.monotonic() + 10
+    while "a.beta=2" not in page.evaluate("() => window.location.search") and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "a.beta=2" in page.evaluate("() => window.location.search")
+    assert not server.server_errors()
+    assert not p.errors, p.errors
