@@ -73,9 +73,12 @@ def with_eps(sampler: Sampler, eps: float, eps0: float | None = None) -> Sampler
     Sec. 3; Ma, Chen & Fox 2015, Eq. 8-9): the gradient noise's diffusion B = εV/2 (so simulated noise has
     variance V·ε₀/ε per evaluation, and a numeric B̂ follows it) and momentum resampling every fixed stretch
     of time. Holding V itself fixed instead would make every stochastic-gradient sampler exact as ε → 0,
-    the naive ones included: their failure is the SDE's, and the ladder is there to show it."""
+    the naive ones included: their failure is the SDE's, and the ladder is there to show it.
+    Each rung holds its step constant: a step-size schedule (eps_c > 0) is switched off. beta is kept."""
     other = copy.copy(sampler)
     params = {**sampler.params, "eps": float(eps)}
+    if "eps_c" in params:
+        params["eps_c"] = 0.0
     if eps0 is not None:
         ratio = eps0 / float(eps)
         if params.get("resample_every"):
@@ -109,7 +112,7 @@ def step_ladder(sampler: Sampler, eps_values, *, chains: int = 2000, time: float
 
     `progress(fraction)` is called as the work goes (fraction of all steps done); `cancel()` is polled
     between chunks of at most CHUNK steps and raises `Cancelled` (with the points done so far)."""
-    pot = sampler.potential
+    pot = sampler.target   # exp(-beta U) at the sampler's inverse temperature
     lo, hi = pot.box[0]
     edges = np.linspace(lo, hi, bins + 1)
     masses = dg.bin_masses_1d(pot.marginals[0], edges)

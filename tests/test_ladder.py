@@ -65,3 +65,11 @@ def test_cancel_stops_promptly_with_the_points_done_so_far_and_csv():
     import io
     rows = list(csv.reader(io.StringIO(ladder_csv([r]))))
     assert {len(row) for row in rows} == {9} and rows[1][0] == r.title
+
+
+def test_the_ladder_scores_a_tempered_sampler_against_its_own_law_and_holds_each_step():
+    s = build_sampler("sgld", "double-well", 0.0, None, eps=0.02, beta=0.5, eps_b=10.0, eps_c=1.0)
+    assert with_eps(s, 0.01).params["eps_c"] == 0.0 and with_eps(s, 0.01).beta == 0.5
+    r = step_ladder(s, [0.02], chains=1000, seed=1)
+    assert r.exact_m2 == pytest.approx(0.8935, abs=1e-3)     # E theta^2 under exp(-U/2); 0.8327 under exp(-U)
+    assert r.kl[0] < 0.01 and r.m2_error[0] < 0.03, (r.kl, r.m2_error)
