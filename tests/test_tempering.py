@@ -129,3 +129,13 @@ def test_gradient_noise_correction_is_not_tempered(make_sampler):
     assert floor < KL_TOL / 3 and sc["kl"] <= KL_TOL, (sc["kl"], floor)
     var = res.theta.var()
     assert abs(var - 1 / 1.9) < 0.02 and abs(var - 1.5 / 1.9) > 0.2, var
+
+
+@pytest.mark.parametrize("name, params", [("hmc", {}), ("qnhmc", dict(adapt=0)), ("qnhmc", dict(adapt=50))])
+def test_metropolis_samplers_at_beta_half_are_exact(name, params, make_sampler):
+    """HMC and QNHMC at beta: p ~ N(0, M/beta) and the test min{1, exp(beta (H0 - H1))}; the (frozen-C) leapfrog
+    map does not depend on beta, so the kernel stays exact. With adapt > 0, scored after B stops learning."""
+    s = make_sampler(name, "double-well", V=0.0, beta=0.5, **params)
+    sc, floor, res = kl_run(s, steps=300, burn=300)
+    assert floor < KL_TOL / 3 and sc["kl"] <= KL_TOL, (sc["kl"], floor)
+    assert score(s.potential, res.theta)["kl"] > 3 * KL_TOL
