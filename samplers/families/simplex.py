@@ -281,12 +281,14 @@ SGHMC_SIMPLEX = SamplerSpec(
 SGRHMC_SIMPLEX_DOC = (
     "gSGRHMC with the Fisher metric G(θ) = diag(θ)⁻¹: z = (θ, r), H = U + rᵀr/2, D = diag(0, diag(θ)), "
     "Q = [[0, −diag(θ)^½], [diag(θ)^½, 0]], Γ_r = 1/(2√θ); r ← r − ε√θ∇Ũ + ε/(2√θ) − εθr + N(0, εθ(2 − εB̂)), "
-    "θ ← θ + ε√θ r (Algorithm 1's signs, errata E1). ")
+    "θ ← θ + ε√θ r (Algorithm 1's signs, errata E1). The friction εθ_k must stay below 2 (ε < 0.0025 for a "
+    "component near 800), and the Euler step diverges on components with a < ½, where the force (a − ½)/√θ "
+    "pulls to 0 without bound (the sparse Dirichlet's α = 0.1). ")
 SGRHMC_SIMPLEX = SamplerSpec(
     name="sgrhmc-simplex", title="gSGRHMC (simplex)",
     source="recipe paper §4.2, Supplement F.2, Algorithm 1 with G(θ) = diag(θ)⁻¹ (errata E1)",
     doc=_EXPANDED + SGRHMC_SIMPLEX_DOC + _TARGETS,
-    defaults=dict(eps=0.01, Bhat=0.0), layout=momentum_layout, recipe=sgrhmc_simplex_recipe,
+    defaults=dict(eps=0.001, Bhat=0.0), layout=momentum_layout, recipe=sgrhmc_simplex_recipe,
     fast=sgrhmc_simplex_fast, init_aux=_check_target_momentum, family="simplex")
 
 SGRHMC_SIMPLEX_NAIVE = SamplerSpec(
@@ -294,5 +296,5 @@ SGRHMC_SIMPLEX_NAIVE = SamplerSpec(
     source="recipe paper Eq. (16) with G(θ) = diag(θ)⁻¹",
     doc=_EXPANDED + "gSGRHMC without Γ_r = 1/(2√θ): the θ-law becomes Gamma(a − ½) where that exists; for "
     "a ≤ ½ (sparse components) there is none and the chains collapse towards 0. " + _TARGETS,
-    defaults=dict(eps=0.01, Bhat=0.0), layout=momentum_layout, recipe=sgrhmc_simplex_recipe,
+    defaults=dict(eps=0.001, Bhat=0.0), layout=momentum_layout, recipe=sgrhmc_simplex_recipe,
     fast=sgrhmc_simplex_fast, init_aux=_check_target_momentum, corrected="sgrhmc-simplex", family="simplex")
