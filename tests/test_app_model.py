@@ -492,3 +492,15 @@ def test_parameters_past_their_limits_are_refused_and_a_dead_run_does_not_play()
     assert not lab.playing and lab.notice.kind is NoticeKind.DIVERGED and "Reset" in lab.notice.message
     lab.reset()
     assert lab.can_run
+
+
+def test_every_preset_pair_builds_and_steps_unblocked():
+    """A pair sets what its samplers need: SGRLD vs SCIR on the simplex take their noise from minibatches of
+    the counts, and with the default simulated noise the pair opened blocked."""
+    for pair in compare_pairs():
+        cfg = LabConfig(chains=50)
+        cfg.param.update(compare=True, sampler=pair.a, sampler_b=pair.b, log_view=pair.log_view, batch=pair.batch,
+                         **({"potential": pair.potential} if pair.potential else {}))
+        lab = Lab(cfg)
+        assert not lab.blocks and lab.notice is None, (pair.key, lab.blocks, lab.notice)
+        assert lab.step(5), pair.key
