@@ -14,7 +14,7 @@ from samplers.targets.presets import get_potential
 def main():
     print(f"{'sampler':14s} {'potential':12s} {'KL':>8s} {'TV':>7s} {'MC floor':>9s} {'kept':>9s}")
     for name in sampler_names():
-        if REGISTRY[name].recipe is None:
+        if REGISTRY[name].recipe is None or REGISTRY[name].family == "simplex":   # targets on the simplex only
             continue
         for pname in ("gaussian", "double-well", "banana"):
             pot = get_potential(pname)

@@ -20,6 +20,10 @@ SPECS: tuple[SamplerSpec, ...] = (
     qnhmc.QNHMC_NAIVE,
     simplex.SCIR,
     simplex.SGRLD_SIMPLEX,
+    simplex.SGLD_SIMPLEX,
+    simplex.SGHMC_SIMPLEX,
+    simplex.SGRHMC_SIMPLEX,
+    simplex.SGRHMC_SIMPLEX_NAIVE,
 )
 REGISTRY: dict[str, SamplerSpec] = {spec.name: spec for spec in SPECS}
 

@@ -540,3 +540,15 @@ def test_beta_and_schedule_fields_say_their_bounds():
     assert "0.001 to 1000" in fields.widgets["beta"].description
     assert "0 to 1" in fields.widgets["eps_c"].description and "> 0" in fields.widgets["eps_b"].description
     assert param_help("eps") is None
+
+
+def test_every_preset_pair_builds_and_steps_unblocked():
+    """A pair sets what its samplers need: SGRLD vs SCIR on the simplex take their noise from minibatches of
+    the counts, and with the default simulated noise the pair opened blocked."""
+    for pair in compare_pairs():
+        cfg = LabConfig(chains=50)
+        cfg.param.update(compare=True, sampler=pair.a, sampler_b=pair.b, log_view=pair.log_view, batch=pair.batch,
+                         **({"potential": pair.potential} if pair.potential else {}))
+        lab = Lab(cfg)
+        assert not lab.blocks and lab.notice is None, (pair.key, lab.blocks, lab.notice)
+        assert lab.step(5), pair.key

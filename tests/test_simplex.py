@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 
 from samplers.cli import main
+from samplers.engine.recipe import Recipe
 from samplers.engine.stationarity import stationarity_residual
 from samplers.families.simplex import cir_recipe, omega
 from samplers.gradients import make_oracle
@@ -208,7 +209,7 @@ def test_minibatch_gradient_of_the_gamma_view_is_unbiased():
 
 
 def test_simplex_samplers_refuse_other_targets(make_sampler):
-    for name in ("scir", "sgrld-simplex"):
+    for name in ("scir", "sgrld-simplex", "sgld-simplex", "sghmc-simplex", "sgrhmc-simplex", "sgrhmc-simplex-naive"):
         s = make_sampler(name, "gaussian", V=None)
         with pytest.raises(SamplerError, match="Gamma and Dirichlet targets"):
             s.init_state(4, np.random.default_rng(0))
@@ -240,3 +241,209 @@ def test_run_keeps_theta_for_ordinary_targets(make_sampler):
     s = make_sampler("sgld", "gaussian", V=None)
     res = run(s, 3, 5, seed=0)
     np.testing.assert_allclose(res.theta[-1], res.z[:, :1])
+
+
+# -- the expanded-mean samplers of the recipe paper (§4.2, Supplement F.2) --------------------------------
+MODERATE = "dirichlet:3,5,2;alpha=1"     # a = (4, 6, 3): every component relaxes in a few time units
+EXPANDED = {"sgld-simplex": (dict(eps=0.003), 8000), "sghmc-simplex": (dict(eps=0.02), 4000),
+            "sgrhmc-simplex": (dict(eps=0.02), 4000), "sgrhmc-simplex-naive": (dict(eps=0.02), 4000)}
+MARGINAL_CHAINS = 10_000
+
+
+def marginal_ks(name, potential, seed=1):
+    """KS distance of each omega_j of the final state of 10000 independent chains from its exact Beta marginal;
+    chains start at theta = a + 0.5 N(0, I), folded onto theta > 0."""
+    pot = get_potential(potential)
+    params, steps = EXPANDED[name]
+    s = build_sampler(name, pot, None, **params)
+    ens = Ensemble(s, MARGINAL_CHAINS, seed=seed, theta0=pot.shape)
+    ens.advance(steps)
+    assert ens.n_diverged == 0
+    a = pot.shape
+    return ens.theta, np.array([stats.kstest(ens.theta[:, j], stats.beta(a[j], a.sum() - a[j]).cdf).statistic
+                                for j in range(a.size)])
+
+
+@pytest.mark.parametrize("name", ["sgld-simplex", "sghmc-simplex", "sgrhmc-simplex"])
+def test_expanded_mean_samplers_match_the_exact_dirichlet_marginals(name):
+    """Each marginal omega_j ~ Beta(a_j, sum a - a_j) passes a KS test at overall level 0.001 (Bonferroni over
+    the 3 components) on 10000 independent chains: sgld-simplex at eps = 0.003 (at 0.01 its Euler bias sits at the
+    band's edge), the Hamiltonian ones at eps = 0.02."""
+    w, ks = marginal_ks(name, MODERATE)
+    np.testing.assert_allclose(w.sum(1), 1.0)
+    assert ks.max() < ks_bound(MARGINAL_CHAINS, 3), ks
+
+
+def test_naive_sgrhmc_simplex_fails_the_same_marginal_test():
+    """Power: the same harness on naive gSGRHMC (Gamma dropped) sees its miss, the theta-law Gamma(a - 1/2)."""
+    _, ks = marginal_ks("sgrhmc-simplex-naive", MODERATE)
+    assert ks.max() > 2 * ks_bound(MARGINAL_CHAINS, 3), ks
+
+
+def test_naive_sgrhmc_simplex_halves_the_small_components():
+    """On dirichlet:20,10,0,0 with alpha = 1 (a = 21, 11, 1, 1) the components without counts are where Gamma
+    matters most: without it theta_j ~ Gamma(a_j - 1/2) = Gamma(1/2), so E[omega_j] is about halved (measured
+    ratio 0.51) and 3/4 of the samples fall below the exact median. gSGRHMC keeps every marginal in the KS band,
+    its small components' mean within 5 standard errors of the exact one and half the samples below the median.
+    5000 chains each."""
+    pot = get_potential("dirichlet:20,10,0,0;alpha=1")
+    a = pot.shape
+    law = stats.beta(a[3], a.sum() - a[3])
+    out = {}
+    n = MARGINAL_CHAINS // 2
+    for name in ("sgrhmc-simplex", "sgrhmc-simplex-naive"):
+        s = build_sampler(name, pot, None, eps=0.02)
+        ens = Ensemble(s, n, seed=1, theta0=a)
+        ens.advance(4000)
+        out[name] = ens.theta
+    w, naive = out["sgrhmc-simplex"], out["sgrhmc-simplex-naive"]
+    ks = [stats.kstest(w[:, j], stats.beta(a[j], a.sum() - a[j]).cdf).statistic for j in range(4)]
+    assert max(ks) < ks_bound(n, 4), ks
+    se_mean = law.std() / np.sqrt(n)
+    se_q = np.sqrt(0.25 / n)
+    np.testing.assert_array_less(np.abs(w[:, 2:].mean(0) - law.mean()), 5 * se_mean)
+    np.testing.assert_array_less(np.abs((w[:, 2:] < law.median()).mean(0) - 0.5), 4 * se_q)
+    np.testing.assert_array_less(naive[:, 2:].mean(0), 0.6 * law.mean())
+    np.testing.assert_array_less(0.5 + 30 * se_q, (naive[:, 2:] < law.median()).mean(0))
+
+
+def test_sgrhmc_simplex_momentum_drift_has_algorithm_1s_signs():
+    """Errata E1 with G(theta) = diag(theta)^-1: the engine's momentum drift, derived from (H, D, Q), is
+    Algorithm 1's -sqrt(theta) grad U + 1/(2 sqrt(theta)) - theta r, not Eq. (17)'s
+    -sqrt(theta) grad U - 1/(2 sqrt(theta)) + theta r; the naive form drops 1/(2 sqrt(theta)) alone."""
+    pot = get_potential("dirichlet:3,5,2;alpha=1")
+    rng = np.random.default_rng(0)
+    z = np.concatenate([rng.uniform(0.05, 8, (50, 3)), rng.normal(size=(50, 3))], axis=1)
+    theta, r = z[:, :3], z[:, 3:]
+    g = rng.normal(size=(50, 3))
+    right = -np.sqrt(theta) * g + 0.5 / np.sqrt(theta) - theta * r
+    for name, gamma in (("sgrhmc-simplex", True), ("sgrhmc-simplex-naive", False)):
+        rec = build_sampler(name, pot, None).recipe
+        f = rec.drift(z, pot.U(theta), g)
+        np.testing.assert_allclose(f[:, 3:], right - (0 if gamma else 0.5 / np.sqrt(theta)), rtol=1e-12)
+        np.testing.assert_allclose(f[:, :3], np.sqrt(theta) * r, rtol=1e-12)
+    printed = -np.sqrt(theta) * g - 0.5 / np.sqrt(theta) + theta * r
+    assert np.abs(right - printed).max() > 1.0
+
+
+def _reflect(z, k, d):
+    """S_k: (theta_k, r_k) -> (-theta_k, -r_k)."""
+    out = z.copy()
+    out[:, k] *= -1
+    if z.shape[1] > d:
+        out[:, d + k] *= -1
+    return out
+
+
+@pytest.mark.parametrize("name", ["sgld-simplex", "sghmc-simplex", "sgrhmc-simplex", "sgrhmc-simplex-naive"])
+def test_mirrored_recipes_commute_with_each_reflection(name):
+    """What makes mirroring correct (docstring of samplers/families/simplex.py): on the extension U(|theta|)
+    (grad U odd in each theta_k) the drift is S_k-equivariant, f(S z) = S f(z), and the diffusion S-symmetric,
+    D(S z) = S D(z) S, so the folded process is Markov and the fold of exp(-H(|theta|, r)) is stationary for it."""
+    pot = get_potential("dirichlet:3,5,2;alpha=1")
+    s = build_sampler(name, pot, None)
+    rec, d = s.recipe, s.dim
+    rng = np.random.default_rng(0)
+    z = np.abs(rng.standard_normal((50, s.n))) + 0.1
+    z[:, d:] = rng.standard_normal((50, s.n - d))
+
+    def field(z):
+        th = np.abs(z[:, :d])
+        g = np.sign(z[:, :d]) * pot.grad(th)          # grad of U(|theta|): odd in each theta_k
+        u = pot.U(th)
+        return rec.drift(z, u, g), rec.D(z, u, g)
+
+    for k in range(d):
+        f, D = field(z)
+        fs, Ds = field(_reflect(z, k, d))
+        np.testing.assert_allclose(fs, _reflect(f, k, d), rtol=1e-12, atol=1e-12)
+        sign = np.ones(s.n)
+        sign[k] = -1
+        if s.n > d:
+            sign[d + k] = -1
+        np.testing.assert_allclose(Ds, sign[:, None] * D * sign[None, :], atol=1e-12)
+
+
+@pytest.mark.parametrize("name, params", [("sghmc-simplex", dict(eps=0.02)), ("sgrhmc-simplex", dict(eps=0.02))])
+def test_mirrored_chains_started_at_the_target_stay_there(name, params):
+    """The folded law is stationary: on gamma:1 (density e^-theta, largest at 0, so chains cross 0 and are
+    reflected all the time; the extension e^-|theta| has a smooth force on each side) chains started at exact
+    Gamma(1) draws are Gamma(1) after 2000 steps, by a KS test at level 0.001 on 20000 chains; their momentum
+    is still N(0, 1)."""
+    pot = get_potential("gamma:1")
+    s = build_sampler(name, pot, None, **params)
+    ens = Ensemble(s, 20000, seed=3)
+    ens.z[:, 0] = np.random.default_rng(4).gamma(1.0, size=20000)
+    ens.advance(2000)
+    assert ens.n_diverged == 0
+    assert stats.kstest(ens.z[:, 0], stats.gamma(1.0).cdf).statistic < ks_bound(20000, 2)
+    assert stats.kstest(ens.z[:, 1], stats.norm.cdf).statistic < ks_bound(20000, 2)
+
+
+def test_reflecting_theta_without_flipping_r_leaves_the_target():
+    """Power of the test above, and why the fold flips r: SGHMC (simplex) mirrored as theta <- |theta| alone
+    (the same recipe through the engine, with no column paired to theta) is not the fold of a reflection-symmetric
+    process; a chain reflected at 0 keeps heading into the wall. On gamma:1 it piles up near 0 (measured: KS 0.72,
+    mean 0.18 instead of 1)."""
+    pot = get_potential("gamma:1")
+    s = build_sampler("sghmc-simplex", pot, None, eps=0.02)
+    rec = s.recipe
+    theta_only = Recipe(rec.name, rec.sym, rec.kinetic, *rec._raw, blocks=rec.blocks, mirror=[(0, ())])
+    ens = Ensemble(s.with_recipe(theta_only), 20000, seed=3)
+    ens.z[:, 0] = np.random.default_rng(4).gamma(1.0, size=20000)
+    ens.advance(2000)
+    assert stats.kstest(ens.z[:, 0], stats.gamma(1.0).cdf).statistic > 10 * ks_bound(20000, 2)
+
+
+SPARSE_06 = "dirichlet:800,100,100,0,0,0,0,0,0,0;alpha=0.6"   # the sparse counts with a_j = 0.6 > 1/2
+
+
+def test_sgrhmc_simplex_is_in_scirs_ks_band_where_the_sparse_components_have_a_above_one_half():
+    """The sparse experiment's counts with alpha = 0.6 (count-free components Gamma(0.6): still piled up at 0,
+    but the corrected force (a - 1/2)/sqrt(theta) pushes away from it). Minibatch 10, 2000 chains started at
+    exact Gamma(a) draws, 2000 steps of eps = 1e-3 (eps theta_1 < 2 keeps the friction of the a = 800.6
+    component stable). Score: the mean Rosenblatt KS distance (SCIR paper Fig. 2). The band is the existing
+    SCIR test's: exact draws + 0.05; SCIR (h = 0.01, the benchmark's best) and gSGRHMC are in it (measured:
+    exact 0.020, SCIR 0.029, gSGRHMC 0.022). The naive form is not (0.110): its count-free components follow
+    Gamma(0.1) instead of Gamma(0.6), so 24% of them fall below the exact 10% quantile (gSGRHMC: 9.9%) and
+    their median is 0.48 times the exact one."""
+    pot = get_potential(SPARSE_06)
+    a = pot.shape
+    exact = dirichlet_ks(pot.exact_sampler(CHAINS, np.random.default_rng(3)), a).mean()
+    band = exact + 0.05
+    runs = {}
+    for name, params in (("scir", dict(h=0.01)), ("sgrhmc-simplex", dict(eps=1e-3)),
+                         ("sgrhmc-simplex-naive", dict(eps=1e-3))):
+        s = build_sampler(name, pot, None, 10, **params)
+        ens = Ensemble(s, CHAINS, seed=9)
+        ens.z[:, :10] = np.random.default_rng(5).gamma(a, size=(CHAINS, 10))
+        ens.advance(1000 if name == "scir" else 2000)
+        assert ens.n_diverged == 0, name
+        runs[name] = ens.theta
+    ks = {k: dirichlet_ks(v, a).mean() for k, v in runs.items()}
+    assert ks["scir"] < band and ks["sgrhmc-simplex"] < band, ks
+    assert ks["sgrhmc-simplex-naive"] > band, ks
+    q, se = 0.1, np.sqrt(0.1 * 0.9 / CHAINS)
+    x_q = stats.beta(a[4], a.sum() - a[4]).ppf(q)
+    below = {k: (v[:, 3:] < x_q).mean(0) for k, v in runs.items()}   # the seven count-free components
+    np.testing.assert_array_less(np.abs(below["sgrhmc-simplex"] - q), 4 * se)
+    np.testing.assert_array_less(q + 10 * se, below["sgrhmc-simplex-naive"])
+
+
+@pytest.mark.xfail(strict=True, reason="Euler gSGRHMC with G = diag(theta)^-1 diverges on components with a < 1/2: "
+                   "the attracting force (a - 1/2)/sqrt(theta) is unbounded as theta -> 0 "
+                   "(docs/notes/simplex-samplers.md)")
+def test_sgrhmc_simplex_is_in_scirs_ks_band_on_the_sparse_dirichlet():
+    """The issue's target: on the sparse Dirichlet (minibatch 10, 2000 chains started at exact Gamma(a) draws,
+    1000 steps), gSGRHMC's mean Rosenblatt KS within SCIR's band (exact draws + 0.05). Measured at eps = 1e-2,
+    1e-3, 1e-4: 1854, 280, 141 of 2000 chains diverge, and the mean KS over all chains (diverged ones frozen)
+    is 0.23, 0.28, 0.19 against SCIR's 0.027. (At eps = 1e-2 the a = 800.1 component's friction eps theta > 2 is
+    unstable too; at 1e-3 and below the divergences are the sparse components'.)"""
+    pot = get_potential("sparse-dirichlet")
+    s = build_sampler("sgrhmc-simplex", pot, None, 10, eps=1e-3)
+    ens = Ensemble(s, CHAINS, seed=9)
+    ens.z[:, :10] = np.random.default_rng(5).gamma(pot.shape, size=(CHAINS, 10))
+    ens.advance(1000)
+    exact = dirichlet_ks(pot.exact_sampler(CHAINS, np.random.default_rng(3)), pot.shape).mean()
+    assert ens.n_diverged == 0
+    assert dirichlet_ks(ens.theta, pot.shape).mean() < exact + 0.05

@@ -85,6 +85,7 @@ class Pair:
     b: str
     potential: str | None = None
     log_view: bool = False
+    batch: int | None = None      # SGRLD and SCIR on the simplex take their noise from minibatches of the counts
 
 
 def compare_pairs() -> list[Pair]:
@@ -94,7 +95,9 @@ def compare_pairs() -> list[Pair]:
     pairs = []
     for name in names:
         spec = REGISTRY[name]
-        if spec.naive and spec.corrected in names:
+        # not the simplex pair yet: no preset target shows its bias (the naive form halves count-free
+        # components; on the dense preset both agree, on the sparse one, a < 1/2, both diverge)
+        if spec.naive and spec.corrected in names and spec.family != "simplex":
             pairs.append(Pair(f"{name}:{spec.corrected}",
                               f"{spec.title} vs {REGISTRY[spec.corrected].title}", name, spec.corrected))
     dirichlet = [p for p in potential_names() if "sparse-dirichlet" in p] or \
@@ -102,7 +105,7 @@ def compare_pairs() -> list[Pair]:
     sgrld = "sgrld-simplex" if "sgrld-simplex" in names else "sgrld"   # the simplex version where it exists
     if sgrld in names and "scir" in names and dirichlet:
         pairs.append(Pair(f"{sgrld}:scir", f"SGRLD vs SCIR on {dirichlet[0]} (log scale)", sgrld, "scir",
-                          potential=dirichlet[0], log_view=True))
+                          potential=dirichlet[0], log_view=True, batch=10))
     return pairs
 
 

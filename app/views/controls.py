@@ -330,7 +330,7 @@ class CompareControls(Viewer):
         if pair is None:
             return
         upd = dict(compare=True, sampler=pair.a, sampler_b=pair.b, params={}, params_b={}, D=None, Q=None,
-                   naive=None, log_view=pair.log_view)
+                   naive=None, log_view=pair.log_view, batch=pair.batch)
         if pair.potential:
             upd["potential"] = pair.potential
         self.cfg.param.update(**upd)

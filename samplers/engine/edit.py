@@ -114,7 +114,8 @@ def edited_recipe(base: Recipe, D_cells, Q_cells, drop=None) -> Recipe:
     Q = parse_matrix("Q", Q_cells, base)
     try:
         return Recipe(base.name + " (edited)", base.sym, base.kinetic, D, Q, blocks=base.blocks,
-                      drop=base.drop if drop is None else drop, aux_box=base.aux_box, description=base.description)
+                      drop=base.drop if drop is None else drop, aux_box=base.aux_box, description=base.description,
+                      mirror=base.mirror)
     except RecursionError:
         # sympy differentiates, and Python compiles the drift, by recursion: a deep cell can exhaust the stack
         # (sooner in a server's thread). The base recipe builds, so the fault is in a typed cell: the largest.

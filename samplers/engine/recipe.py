@@ -21,6 +21,13 @@ hold no symbol are used as constant numpy arrays. D and Q may also be plain func
 the state, (N, n) -> (N, n, n); Gamma is then taken by central differences. A naive sampler
 is the same recipe with a named term dropped: "gamma", "friction" (the D grad H part of the
 drift, keeping D's noise) or "noise_correction" (B^ ignored).
+
+A recipe on theta > 0 may be mirrored at 0 (`mirror`): the state is folded before the step and after
+each block that moves theta, theta_k <- |theta_k| with the columns paired to theta_k (its momentum)
+multiplied by sign(theta_k). That is the image of the recipe's process on the reflection-symmetric
+extension U(|theta|): when the drift and diffusion commute with each reflection (theta_k, r_k) -> (-theta_k, -r_k),
+the folded process is Markov, and the fold of the extension's stationary law exp(-H(|theta|, r)), which is
+the target on theta > 0 times the momentum's law, is stationary for it.
 """
 from __future__ import annotations
 
@@ -50,11 +57,13 @@ class Recipe:
         updated with the newest values of the blocks before it (one block = plain explicit Euler).
     drop: terms removed to make a naive sampler ("gamma", "friction").
     aux_box: ranges of the auxiliary variables for grids (stationarity residual, plots).
+    mirror: ((theta index, (paired aux indices, ...)), ...): coordinates folded onto theta > 0 (see above).
     """
 
     def __init__(self, name: str, sym: StateSymbols, kinetic, D, Q, *, blocks=None, drop=(),
-                 aux_box=(), description: str = "", gamma_zero: bool = False):
+                 aux_box=(), description: str = "", gamma_zero: bool = False, mirror=()):
         self.name, self.sym, self.description = name, sym, description
+        self.mirror = tuple((int(k), tuple(int(j) for j in paired)) for k, paired in mirror)
         self.dim, self.n = len(sym.theta), len(sym.z)
         unknown = set(drop) - set(DROPPABLE)
         if unknown:
@@ -88,6 +97,16 @@ class Recipe:
         validate.psd_on_probes(self)
 
     # -- the update ----------------------------------------------------------------
+    def fold(self, z):
+        """Mirror z at theta_k = 0 in place: theta_k <- |theta_k|, paired columns times sign(theta_k)."""
+        for k, paired in self.mirror:
+            neg = z[:, k] < 0
+            if neg.any():
+                z[neg, k] = -z[neg, k]
+                for j in paired:
+                    z[neg, j] = -z[neg, j]
+        return z
+
     def _plan(self):
         """Work out once which quantities each block needs, so a step computes nothing extra."""
         d = self.dim
@@ -175,6 +194,8 @@ class Recipe:
         injected noise of each block. Specialised samplers draw in the same order.
         """
         z = np.array(z, dtype=float, copy=True)
+        if self.mirror:
+            self.fold(z)
         u = g = None
         b_now = 0.0
         for plan in self.block_plan:
@@ -204,6 +225,8 @@ class Recipe:
                 z[:, noisy] += kick
             if plan["moves_theta"]:
                 u = g = None
+                if self.mirror:
+                    self.fold(z)
         return z
 
     def advance(self, z, rng, oracle, eps: float, bhat=0.0, t: int = 1, beta: float = 1.0):
@@ -243,4 +266,4 @@ class Recipe:
     def with_drop(self, drop) -> Recipe:
         """The same (H, D, Q) with other terms dropped: the naive/corrected switch."""
         return Recipe(self.name, self.sym, self.kinetic, *self._raw, blocks=self.blocks,
-                      drop=drop, aux_box=self.aux_box, description=self.description)
+                      drop=drop, aux_box=self.aux_box, description=self.description, mirror=self.mirror)

@@ -12,6 +12,35 @@ stationary law is Gamma(a, 1); in the recipe it is z = theta, H = U, D = diag(th
   gamma prior): theta <- |theta + (eps/2)(alpha - theta + (N/n) sum_{i in S}(z_i - omega)) + sqrt(eps theta) xi|,
   an Euler-Maruyama step with the reflection |.|; the comparator of the SCIR paper (§1.3, Fig. 1-2).
 
+* ``sgld-simplex``, ``sghmc-simplex``, ``sgrhmc-simplex`` and ``sgrhmc-simplex-naive`` are the
+  expanded-mean samplers of the recipe paper's online LDA experiment (§4.2, Supplement F.2): SGLD,
+  SGHMC and gSGRHMC with G(theta) = diag(theta)^-1 on z = theta or (theta, r), driven by the ordinary
+  (minibatch) gradient of U(theta) = sum_j theta_j - (a_j - 1) log theta_j, mirrored at 0 as the paper
+  does ("boundary reflection"). Each is a recipe with ``mirror``: theta_k <- |theta_k|, and a momentum
+  r_k <- sign(theta_k) r_k with it (`mirrored_recipe`).
+
+Mirroring and stationarity. Extend U to all of R^d by U(|theta|). Every one of these recipes commutes with
+each reflection S_k: (theta_k, r_k) -> (-theta_k, -r_k): H(S z) = H(z), D(S z) = S D(z) S, Q(S z) = S Q(z) S
+(D and Q hold |theta_k| and sqrt|theta_k| only), so the drift is S-equivariant and the noise S-symmetric.
+Hence |theta| (with sign(theta) r) is itself a Markov process: the mirrored one. The extension is a
+recipe, so its SDE leaves exp(-H(|theta|, r)) invariant, and the fold of that law, the target on theta > 0
+times N(0, I) for r, is invariant for the mirrored process. Reflecting theta alone without flipping r would
+break this (a chain crossing 0 would keep heading into the wall). The same argument holds for one Euler
+step: the Euler kernel of an S-equivariant recipe commutes with S, so the mirrored chain is the folded
+Euler chain and inherits its stationary law, folded (tests/test_simplex.py checks the equivariance, and
+that chains started at the target stay there).
+
+The gSGRHMC recipe: z = (theta, r), H = U + r.r/2, D = diag(0, G^-1) = diag(0, |theta|),
+Q = [[0, -G^-1/2], [G^-1/2, 0]] with G^-1/2 = diag(sqrt|theta|); Gamma_theta = 0 and
+Gamma_r_k = d sqrt|theta_k| / d theta_k = 1 / (2 sqrt theta_k) on theta > 0, so (Algorithm 1's signs, errata E1)
+
+    r <- r - eps sqrt(theta) grad U~ + eps / (2 sqrt(theta)) - eps theta r + N(0, eps theta (2 - eps B^)),
+    theta <- |theta + eps sqrt(theta) r|   (r <- -r where theta crossed 0).
+
+In phi = 2 sqrt(theta) this is SGHMC with friction theta on the law phi^{2a-1} e^{-phi^2/4}; without Gamma
+(the naive form) the force is that of phi^{2a-2} e^{-phi^2/4}: the law of theta becomes Gamma(a - 1/2),
+which for a <= 1/2 (the sparse components, a = 0.1) is not a law at all, and those chains collapse to 0.
+
 Targets are the `SimplexPotential`s of `dirichlet.py` (gamma:a, dirichlet:..., sparse-/dense-dirichlet).
 The state is theta; what a run keeps is `potential.theta_view(theta)` = omega on the simplex.
 Minibatches come from the oracle's batch size (`--batch n`): each chain draws its own n indices,
@@ -20,11 +49,13 @@ with replacement, every step. Without a minibatch oracle the full data are used.
 from __future__ import annotations
 
 import numpy as np
-from sympy import Abs, diag
+import sympy
+from sympy import Abs, Matrix, diag, eye, sqrt, zeros
 
 from samplers.engine.info import ONE_GRADIENT
 from samplers.engine.recipe import Recipe
 from samplers.engine.symbols import StateSymbols
+from samplers.families.common import gradient, hamiltonian_blocks, init_momentum, kick, momentum_layout, names
 from samplers.gradients import Minibatch
 from samplers.sampler import SamplerError, SamplerSpec
 from samplers.targets.simplex import SimplexPotential
@@ -139,3 +170,131 @@ SGRLD_SIMPLEX = SamplerSpec(
     "biases small ω_j upwards (Proposition 1.1, Fig. 1). On gamma:a the drift is a − θ.",
     defaults=dict(eps=1e-3), layout=_positive("eps"), fast=sgrld_simplex_fast, init_aux=_check_target,
     family="simplex")
+
+
+# -- the expanded-mean samplers of the recipe paper (§4.2, Supplement F.2) ---------------------------------
+def _mirror_pairs(d: int, hamiltonian: bool):
+    return [(k, (d + k,) if hamiltonian else ()) for k in range(d)]
+
+
+def _fold(z, d):
+    """`Recipe.fold` for z = theta or (theta, r): theta <- |theta|, r <- sign(theta) r (a new array)."""
+    z = np.array(z, dtype=float, copy=True)
+    neg = z[:, :d] < 0
+    z[:, :d][neg] *= -1
+    if z.shape[1] > d:
+        z[:, d:][neg] *= -1
+    return z
+
+
+def _check_target_momentum(s, chains, rng):
+    _target(s)
+    return init_momentum(s, chains, rng)
+
+
+def sgld_simplex_recipe(s):
+    d = s.dim
+    sym = StateSymbols.make(d, [])
+    return Recipe(s.name, sym, 0, eye(d), zeros(d, d), mirror=_mirror_pairs(d, False),
+                  description="z = theta, H = U, D = I, Q = 0, mirrored at theta = 0 (expanded mean)")
+
+
+def sgld_simplex_fast(s, z, rng, t):
+    """theta <- |theta - eps grad U~ + N(0, eps (2 - eps B^))|."""
+    _target(s)
+    eps = s.step_size(t)
+    theta = _fold(z, s.dim)
+    _, g, b = gradient(s, theta, rng)
+    return np.abs(theta - eps * g + kick(eps * (2.0 - eps * b), theta.shape, rng)), ONE_GRADIENT
+
+
+def sghmc_simplex_recipe(s):
+    d = s.dim
+    sym = StateSymbols.make(d, names("r", d))
+    r = Matrix(sym.aux)
+    D = sympy.diag(zeros(d, d), s["C"] * eye(d))
+    Q = Matrix(sympy.BlockMatrix([[zeros(d, d), -eye(d)], [eye(d), zeros(d, d)]]))
+    return Recipe(s.name, sym, (r.T * r)[0] / 2, D, Q, blocks=hamiltonian_blocks(d, 2 * d),
+                  mirror=_mirror_pairs(d, True),
+                  description="z = (theta, r), H = U + r.r/2, D = diag(0, C), Q = [[0, -I], [I, 0]], mirrored at 0")
+
+
+def sghmc_simplex_fast(s, z, rng, t):
+    """r <- r - eps grad U~ - eps C r + N(0, eps (2C - eps B^)); theta <- theta + eps r; then the fold."""
+    _target(s)
+    d, eps, C = s.dim, s.step_size(t), s["C"]
+    z = _fold(z, d)
+    theta, r = z[:, :d], z[:, d:]
+    _, g, b = gradient(s, theta, rng)
+    r_new = r + eps * (-g - C * r) + kick(eps * (2 * C - eps * b), r.shape, rng)
+    return _fold(np.concatenate([theta + eps * r_new, r_new], axis=1), d), ONE_GRADIENT
+
+
+def sgrhmc_simplex_recipe(s):
+    """gSGRHMC with G(theta) = diag(theta)^-1 (the Fisher metric of the recipe paper's §4.2)."""
+    d = s.dim
+    sym = StateSymbols.make(d, names("r", d))
+    r = Matrix(sym.aux)
+    half = [sqrt(Abs(t)) for t in sym.theta]              # G^{-1/2}
+    D = sympy.diag(zeros(d, d), diag(*[Abs(t) for t in sym.theta]))
+    Q = Matrix(sympy.BlockMatrix([[zeros(d, d), -diag(*half)], [diag(*half), zeros(d, d)]]))
+    return Recipe(s.name, sym, (r.T * r)[0] / 2, D, Q, blocks=hamiltonian_blocks(d, 2 * d),
+                  drop={"gamma"} if s.spec.naive else (), mirror=_mirror_pairs(d, True),
+                  description="z = (theta, r), H = U + r.r/2, D = diag(0, diag(theta)), "
+                  "Q = [[0, -diag(theta)^1/2], [diag(theta)^1/2, 0]], mirrored at 0")
+
+
+def sgrhmc_simplex_fast(s, z, rng, t):
+    """r <- r - eps sqrt(theta) grad U~ [+ eps / (2 sqrt theta)] - eps theta r + N(0, eps theta (2 - eps B^));
+    theta <- theta + eps sqrt(theta) r; then the fold."""
+    _target(s)
+    d, eps = s.dim, s.step_size(t)
+    z = _fold(z, d)
+    theta, r = z[:, :d], z[:, d:]
+    _, g, b = gradient(s, theta, rng)
+    half = np.sqrt(theta)
+    drift = -half * g - theta * r
+    if not s.spec.naive:
+        drift += 0.5 / half                                # Gamma_r = d sqrt(theta) / d theta
+    r_new = r + eps * drift + kick(eps * (2 - eps * b) * theta, r.shape, rng)
+    return _fold(np.concatenate([theta + eps * half * r_new, r_new], axis=1), d), ONE_GRADIENT
+
+
+_TARGETS = "Targets: gamma:a, dirichlet:c1,...,cd, sparse-dirichlet, dense-dirichlet; minibatches with --batch n."
+_EXPANDED = ("Expanded mean (recipe paper §4.2): θ_k > 0 with θ_k ~ Gamma(α_k + n_k, 1), runs keep "
+             "π = θ/Σθ ~ Dir(α + n); mirrored at 0 (θ ← |θ|, and r ← −r where θ crossed 0). ")
+
+SGLD_SIMPLEX = SamplerSpec(
+    name="sgld-simplex", title="SGLD (simplex)", source="recipe paper §4.2, Supplement F.2 (expanded-mean SGLD)",
+    doc=_EXPANDED + "SGLD: D = I, Q = 0; θ ← |θ − ε∇Ũ + N(0, ε(2 − εB̂))|. Without a metric its steps are as "
+    "large for θ_k = 10⁻⁶ as for θ_k = 800: sparse targets need tiny ε. " + _TARGETS,
+    defaults=dict(eps=0.01, Bhat=0.0), layout=lambda d, p: {}, recipe=sgld_simplex_recipe, fast=sgld_simplex_fast,
+    init_aux=_check_target, family="simplex")
+
+SGHMC_SIMPLEX = SamplerSpec(
+    name="sghmc-simplex", title="SGHMC (simplex)", source="recipe paper §4.2, Supplement F.2 (expanded-mean SGHMC)",
+    doc=_EXPANDED + "SGHMC: z = (θ, r), H = U + rᵀr/2, D = diag(0, C·I), Q = [[0, −I], [I, 0]]; "
+    "r ← r − ε∇Ũ − εCr + N(0, ε(2C − εB̂)), θ ← θ + εr. " + _TARGETS,
+    defaults=dict(eps=0.02, C=1.0, Bhat=0.0), layout=momentum_layout, recipe=sghmc_simplex_recipe,
+    fast=sghmc_simplex_fast, init_aux=_check_target_momentum, family="simplex")
+
+SGRHMC_SIMPLEX_DOC = (
+    "gSGRHMC with the Fisher metric G(θ) = diag(θ)⁻¹: z = (θ, r), H = U + rᵀr/2, D = diag(0, diag(θ)), "
+    "Q = [[0, −diag(θ)^½], [diag(θ)^½, 0]], Γ_r = 1/(2√θ); r ← r − ε√θ∇Ũ + ε/(2√θ) − εθr + N(0, εθ(2 − εB̂)), "
+    "θ ← θ + ε√θ r (Algorithm 1's signs, errata E1). The friction εθ_k must stay below 2 (ε < 0.0025 for a "
+    "component near 800), and the Euler step diverges on components with a < ½, where the force (a − ½)/√θ "
+    "pulls to 0 without bound (the sparse Dirichlet's α = 0.1). ")
+SGRHMC_SIMPLEX = SamplerSpec(
+    name="sgrhmc-simplex", title="gSGRHMC (simplex)",
+    source="recipe paper §4.2, Supplement F.2, Algorithm 1 with G(θ) = diag(θ)⁻¹ (errata E1)",
+    doc=_EXPANDED + SGRHMC_SIMPLEX_DOC + _TARGETS,
+    defaults=dict(eps=0.001, Bhat=0.0), layout=momentum_layout, recipe=sgrhmc_simplex_recipe,
+    fast=sgrhmc_simplex_fast, init_aux=_check_target_momentum, family="simplex")
+
+SGRHMC_SIMPLEX_NAIVE = SamplerSpec(
+    name="sgrhmc-simplex-naive", title="naive SGRHMC (simplex)",
+    source="recipe paper Eq. (16) with G(θ) = diag(θ)⁻¹",
+    doc=_EXPANDED + "gSGRHMC without Γ_r = 1/(2√θ): the θ-law becomes Gamma(a − ½) where that exists; for "
+    "a ≤ ½ (sparse components) there is none and the chains collapse towards 0. " + _TARGETS,
+    defaults=dict(eps=0.001, Bhat=0.0), layout=momentum_layout, recipe=sgrhmc_simplex_recipe,
+    fast=sgrhmc_simplex_fast, init_aux=_check_target_momentum, corrected="sgrhmc-simplex", family="simplex")
