@@ -212,7 +212,7 @@ def test_invalid_expression_shows_the_parser_error_and_blocks_the_run(lab):
 
 
 def test_q_not_skew_and_d_not_psd_are_refused_with_a_message(lab):
-    p = lab("?pot=gaussian&s=sghmc")
+    p = lab("?pot=gaussian&s=sghmc&recipe=1")
     page = p.page
     cell = ".cell-Q-0-1"
     assert page.locator(f"{cell} input").first.input_value() == "-1"
@@ -232,6 +232,21 @@ def test_q_not_skew_and_d_not_psd_are_refused_with_a_message(lab):
     page.locator(".naive-switch .bk-knob").first.click()
     wait_text(page.locator(".residual").first, "not stationary")
     assert not p.errors, p.errors
+
+
+def test_the_recipe_card_opens_on_a_click_and_the_link_keeps_it_open(lab):
+    """The recipe editor is built when its card is first opened (a page open costs the server per model);
+    the URL then carries recipe=1, so a shared link opens on it, as does a link with edited D or Q."""
+    p = lab("?pot=gaussian&s=sghmc")
+    page = p.page
+    assert page.locator(".cell-Q-0-1").count() == 0
+    page.locator(".recipe-card").first.get_by_text("Recipe (H, D, Q)").first.click()
+    page.locator(".cell-Q-0-1 input").first.wait_for()
+    assert page.locator(".cell-Q-0-1 input").first.input_value() == "-1"
+    page.wait_for_function("() => window.location.search.includes('recipe=1')")
+    p2 = lab("?" + page.url.split("?", 1)[1])
+    p2.page.locator(".cell-Q-0-1 input").first.wait_for()
+    assert not p.errors + p2.errors
 
 
 def test_naive_vs_corrected_sgrhmc_separates_in_kl(lab):
@@ -581,7 +596,7 @@ def test_lessons_5_and_8_embed_the_ladder(browser, server):
 
 
 def test_the_residual_map_is_zero_for_a_recipe_and_not_for_its_naive_variant(lab):
-    p = lab("?pot=double-well&s=sgrhmc")
+    p = lab("?pot=double-well&s=sgrhmc&recipe=1")
     page = p.page
     caption = page.locator(".residual-map-caption").first
     wait_text(caption, "zero everywhere")
@@ -593,7 +608,7 @@ def test_the_residual_map_is_zero_for_a_recipe_and_not_for_its_naive_variant(lab
     page.locator(".residual-map").first.scroll_into_view_if_needed()
     p.shot("residual-map-naive", full=False)
     # on a 2-D target naive SGRHMC's fault vanishes at r = 0: the map shows a plane where it does not
-    p2 = lab("?pot=banana&s=sgrhmc-naive")
+    p2 = lab("?pot=banana&s=sgrhmc-naive&recipe=1")
     wait_text(p2.page.locator(".residual-map-caption").first, "mass is created")
     assert not p.errors + p2.errors
 

@@ -80,7 +80,7 @@ def test_the_csv_download_keeps_every_digit(page, server):
 
 def test_recipe_cells_show_their_whole_formula_and_a_tooltip(page, server):
     pg = page()
-    pg.goto(server.url + "?pot=double-well&s=sgrhmc", timeout=120_000)
+    pg.goto(server.url + "?pot=double-well&s=sgrhmc&recipe=1", timeout=120_000)
     cell = pg.locator(".cell-Q-0-1").first
     cell.wait_for()
     box = pg.locator(".cell-Q-0-1 input").first

@@ -1,7 +1,8 @@
 """The configuration as a URL query, and back: a pasted link reproduces the run, seed included.
 
 Keys are short and stable: pot, s, a.<param>, cmp, sb, b.<param>, V, batch, n, seed, speed,
-burn, D, Q (JSON lists of cell strings), naive, log. Navigation adds tab, lesson and play.
+burn, D, Q (JSON lists of cell strings), naive, log. Navigation adds tab, lesson, play, present and
+recipe (the recipe editor open).
 Nothing from a URL is evaluated: values are parsed as numbers, names are checked against the
 registry, and cells go through the library's whitelist parser like typed ones.
 """
@@ -20,7 +21,7 @@ from .presets import known_potential, validate_params
 SIMPLE = {"potential": "pot", "sampler": "s", "compare": "cmp", "sampler_b": "sb", "V": "V", "batch": "batch",
           "chains": "n", "seed": "seed", "speed": "speed", "burn": "burn", "naive": "naive", "log_view": "log"}
 ALWAYS = ("potential", "sampler", "V", "chains", "seed")   # written even at their defaults: links stay explicit
-NAV_KEYS = ("tab", "lesson", "play", "present")
+NAV_KEYS = ("tab", "lesson", "play", "present", "recipe")
 MAX_CELLS_JSON = 4000
 MAX_MESSAGES = 10      # a link of a thousand junk keys gets ten messages and a count, not a page of them
 

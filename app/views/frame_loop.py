@@ -176,7 +176,9 @@ class FrameLoop:
 
         def run():
             self._scheduled.discard(fn.__name__)
-            fn()
+            # with this document current, as Panel's own callbacks run: panes changed here reach the page
+            with set_curdoc(doc):
+                fn()
         doc.add_next_tick_callback(run)
 
     @contextlib.contextmanager

@@ -101,10 +101,12 @@ def summary_html(sides, metrics) -> str:
 class LabView(Viewer):
     """The lab page; `compact` is the plots and messages alone (a lesson's embedded demo)."""
 
-    def __init__(self, lab: Lab | None = None, compact: bool = False, **params):
+    def __init__(self, lab: Lab | None = None, compact: bool = False, recipe_open: bool = False, **params):
         super().__init__(**params)
         self.lab = lab = lab or Lab()
         self.compact = compact
+        # a link with edited D or Q opens on its recipe: the edit is what it shows
+        self._recipe_open = recipe_open or lab.config.D is not None or lab.config.Q is not None
         self.cfg = lab.config
         self._text_at = 0.0
         self._fresh = False
@@ -157,17 +159,19 @@ class LabView(Viewer):
                                         css_classes=["controls-toggle"])
         self.toggle.on_click(lambda e: self.show_controls(not self.controls.visible))
         self.top.insert(0, self.toggle)
-        # the two cards' contents are a third of the page's models: the ladder is built when its card is first
-        # opened, the recipe with the first runs (a page opens on a small document; see docs/notes/page-open.md)
+        # the two cards' contents are 40 % of the page's models, and every model costs the server at the page's
+        # open and in each frame's message: each card is built when first opened (docs/notes/page-open.md)
         self.ladder = None
         self.ladder_card = pn.Card(title="Bias against step size: does the error vanish as ε → 0?",
                                    sizing_mode="stretch_width", collapsed=True, css_classes=["ladder-card"])
         self.ladder_card.param.watch(self._open_ladder, "collapsed")
         self.main.append(self.ladder_card)
         self.editor = self.residual_map = None
-        self.recipe_card = pn.Card(title="Recipe (H, D, Q) of sampler A — edit D and Q, and see where "
-                                         "the dynamics break stationarity",
-                                   sizing_mode="stretch_width", collapsed=False, css_classes=["recipe-card"])
+        self.recipe_card = pn.Card(title="Recipe (H, D, Q) of sampler A — edit D and Q, switch to the naive "
+                                         "form, and see where the dynamics break stationarity",
+                                   sizing_mode="stretch_width", collapsed=not self._recipe_open,
+                                   css_classes=["recipe-card"])
+        self.recipe_card.param.watch(self._open_recipe, "collapsed")
         self.main.append(self.recipe_card)
 
     def _open_ladder(self, event) -> None:
@@ -175,8 +179,16 @@ class LabView(Viewer):
             self.ladder = LadderView(self.lab)
             self.ladder_card.objects = [self.ladder]
 
+    @property
+    def recipe_open(self) -> bool:
+        return not self.compact and not self.recipe_card.collapsed
+
+    def _open_recipe(self, event) -> None:
+        if not event.new:
+            self.loop.with_lock(self._build_recipe)
+
     def _build_recipe(self) -> None:
-        if self.compact or self.editor is not None or not self.lab.runs:
+        if not self.recipe_open or self.editor is not None or not self.lab.runs:
             return
         self.editor = RecipeEditor(self.lab)
         self.residual_map = ResidualMapView(self.lab, schedule=self.loop.with_lock)
@@ -235,11 +247,14 @@ class LabView(Viewer):
         text = not (self.lab.playing and self.loop.in_frame) or now - self._text_at >= TEXT_EVERY_S
         if text:
             self._text_at = now
-        ms = [p.update(run, self._extra(side), text) for p, run, side in zip(self.plots, self.lab.runs, self.lab.sides)]
+        force_kl = force_kl or not self.lab.playing
+        score = text or force_kl or (self.kl is not None and self.kl.due())
+        ms = [p.update(run, self._extra(side), text, score)
+              for p, run, side in zip(self.plots, self.lab.runs, self.lab.sides)]
         if text:
             self.summary.object = summary_html(self.lab.sides, ms)
         if self.kl is not None:
-            self.kl.update(ms, force_kl or not self.lab.playing)
+            self.kl.update(ms, force_kl)
 
     # -- frame loop -------------------------------------------------------------------
     def attach(self, doc) -> None:

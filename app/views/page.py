@@ -66,6 +66,7 @@ class AppView(Viewer):
         self.lessons: LessonsView | None = None
         self.figures: FiguresView | None = None
         self._lesson = query.get("lesson", "")     # the lesson the Lessons section opens on
+        self._recipe_open = query.get("recipe", "") in ("1", "true")
         self._doc = None
         tab = query.get("tab", "lab")
         self.tabs = pn.Tabs(*[(title, pn.Column()) for title in TITLES],
@@ -90,8 +91,10 @@ class AppView(Viewer):
         """Build the section on show the first time it is shown, and bind it like the others."""
         tab = TABS[self.tabs.active]
         if tab == "lab" and self.lab_view is None:
-            self.lab_view = view = LabView(self.lab)
+            self.lab_view = view = LabView(self.lab, recipe_open=self._recipe_open)
             view.present(self.presenting)
+            if self._location is not None:
+                view.recipe_card.param.watch(self._write_url, "collapsed")
             if self._doc is not None:
                 view.attach(self._doc)
                 if self.autoplay:
@@ -163,6 +166,8 @@ class AppView(Viewer):
             self.present_button.param.watch(self._write_url, "value")
             if self.lessons is not None and getattr(self.lessons, "select", None) is not None:
                 self.lessons.select.param.watch(self._write_url, "value")
+            if self.lab_view is not None:
+                self.lab_view.recipe_card.param.watch(self._write_url, "collapsed")
             location.param.watch(self._read_url, "search")
             # the browser sets the location from its address bar when the page loads: write after that,
             # or a link the lab corrected (bad values dropped) would keep its bad values
@@ -184,7 +189,9 @@ class AppView(Viewer):
     def nav(self) -> dict:
         tab = TABS[self.tabs.active]
         lesson = getattr(getattr(self.lessons, "select", None), "value", "") if tab == "lessons" else ""
-        return {"tab": tab if tab != "lab" else "", "lesson": lesson, "present": "1" if self.presenting else ""}
+        recipe = self.lab_view.recipe_open if self.lab_view is not None else self._recipe_open
+        return {"tab": tab if tab != "lab" else "", "lesson": lesson, "present": "1" if self.presenting else "",
+                "recipe": "1" if recipe else ""}
 
     def _write_url(self, *_):
         """The URL holds the configuration the plots were built from: an edit that blocks the run

@@ -24,14 +24,25 @@ import math
 import numpy as np
 import panel as pn
 from bokeh.layouts import column
-from bokeh.models import CDSView, ColumnDataSource, CustomJS, CustomJSTicker, IndexFilter, Legend, LegendItem, Range1d
+from bokeh.models import (
+    CDSView,
+    ColumnDataSource,
+    CustomJS,
+    CustomJSTicker,
+    GlyphRenderer,
+    IndexFilter,
+    Legend,
+    LegendItem,
+    Range1d,
+)
 from bokeh.palettes import Blues256, Category10_10
 from bokeh.plotting import figure
 from bokeh.transform import linear_cmap
 
 from ..model.live_run import LiveRun
 
-TOOLS = "pan,wheel_zoom,box_zoom,reset,save"
+# no box zoom: it brings four models per figure (its overlay and handles), and the wheel zooms as well
+TOOLS = "pan,wheel_zoom,reset,save"
 PATH_COLORS = [Category10_10[i] for i in (1, 2, 3, 4, 6, 8)]
 RUN_COLORS = {"A": "#1f77b4", "B": "#d62728"}
 DENSITY_PALETTE = list(reversed(Blues256))[:200]   # white at zero density, no near-black
@@ -46,6 +57,33 @@ LIVE = "overlay"   # the level of renderers whose data change every frame (see t
 ENSEMBLE_STYLE = dict(size=3, fill_color="#333333", fill_alpha=0.45, line_color=None, marker="square")
 HIGHLIGHT_STYLE = dict(size=9, line_color="black")
 NAN_ROW = ([math.nan], [math.nan])   # the data of a legend's stand-in (see _legend)
+
+
+def stand_in_source() -> ColumnDataSource:
+    """One NaN row for every legend stand-in of a view (see _legend): one source, not one per stand-in."""
+    return ColumnDataSource({c: [math.nan] for c in ("x", "y", "left", "right", "top", "bottom")})
+
+
+def _lighten(figs) -> None:
+    """Fewer models for the same picture: each model of a page costs the server at the page's open and
+    in every frame's message (docs/notes/page-open.md).
+    * One ticker and one label policy for the linear axes (and their grids): both are stateless in BokehJS.
+    * No explicit nonselection and muted glyphs (Bokeh's plotting API makes both for every renderer):
+      nothing here selects or mutes, and "auto" draws the same if anything ever did."""
+    for f in figs:
+        for r in f.renderers:
+            if isinstance(r, GlyphRenderer):
+                r.nonselection_glyph = r.muted_glyph = "auto"
+    axes = [a for f in figs for a in (*f.xaxis, *f.yaxis) if type(a).__name__ == "LinearAxis"]
+    if not axes:
+        return
+    ticker, policy = axes[0].ticker, axes[0].major_label_policy
+    for f in figs:
+        for grid in f.grid:
+            if type(grid.ticker) is type(ticker):
+                grid.ticker = ticker
+    for a in axes:
+        a.ticker, a.major_label_policy = ticker, policy
 
 
 def _fig(title, height, **kw):
@@ -142,6 +180,7 @@ class RunPlots:
         self.ens = ColumnDataSource(dict(x=np.full(n_pts, np.nan), y=np.full(n_pts, np.nan),
                                          hid=np.arange(n_pts, dtype=float)), name=f"ens-{run.label}")
         self.figures = []
+        self.blank = stand_in_source()
 
         self.main = None
         if self.dim >= 2:
@@ -192,6 +231,7 @@ class RunPlots:
         if run.log_marginal is not None:
             self._add_log_marginal(run)
 
+        _lighten(self.figures)
         self._y_ends = [fig.y_range.end for fig in self.marginals]
         self.metrics = pn.pane.HTML("", sizing_mode="stretch_width", disable_math=True, margin=(5, 10),
                                     styles={"font-size": "13px"})
@@ -204,9 +244,9 @@ class RunPlots:
         highlighted = main.scatter("x", "y", source=self.ens, view=CDSView(filter=IndexFilter(list(range(K)))),
                                    fill_color=linear_cmap("hid", PATH_COLORS[:K], -0.5, K - 0.5), level=LIVE,
                                    **HIGHLIGHT_STYLE)
-        _legend(main, [("ensemble", ens, main.scatter(*NAN_ROW, **ENSEMBLE_STYLE)),
+        _legend(main, [("ensemble", ens, main.scatter("x", "y", source=self.blank, **ENSEMBLE_STYLE)),
                        ("highlighted chains", highlighted,
-                        main.scatter(*NAN_ROW, fill_color=PATH_COLORS[0], **HIGHLIGHT_STYLE))],
+                        main.scatter("x", "y", source=self.blank, fill_color=PATH_COLORS[0], **HIGHLIGHT_STYLE))],
                 "top_left", click_hide=True)
 
     def _add_marginal(self, run, i):
@@ -246,8 +286,8 @@ class RunPlots:
         (on the overlay level) so that the curve stays on top of the bars."""
         style = dict(fill_color=self.color, fill_alpha=0.45, line_color=self.color, line_alpha=0.6)
         bars = fig.quad(bottom=0, level=LIVE, **columns, **style)
-        nan = NAN_ROW[0]
-        entries = [("samples", bars, fig.quad(left=nan, right=nan, top=nan, bottom=nan, **style))]
+        entries = [("samples", bars, fig.quad(left="left", right="right", top="top", bottom="bottom",
+                                              source=self.blank, **style))]
         if exact is not None:
             entries.append(("exact", fig.line(*exact, color="black", line_width=2, level=LIVE), None))
         _legend(fig, entries, location)
@@ -280,11 +320,12 @@ class RunPlots:
             self.trace.x_range.update(start=0, end=TRACE_ROLLOVER + TRACE_AHEAD)
         self.update(run)
 
-    def update(self, run: LiveRun, metrics_extra: dict | None = None, text: bool = True) -> dict:
+    def update(self, run: LiveRun, metrics_extra: dict | None = None, text: bool = True, score: bool = True) -> dict:
         """Push this frame's aggregates into the sources; returns the metrics shown.
 
         text=False leaves the metrics panel as it is: the frame loop refreshes the numbers a few times
-        a second, which is as fast as they can be read (and each refresh costs the browser ~8 ms)."""
+        a second, which is as fast as they can be read (and each refresh costs the browser ~8 ms).
+        score=False (only with text=False) skips computing them (KL, TV, ESS): nothing reads them this frame."""
         rows = run.take_path_points()
         if len(rows):
             cols = self._path_columns(run, rows)
@@ -311,6 +352,8 @@ class RunPlots:
             top = float(np.max(d)) if len(d) else 0.0
             if np.isfinite(top) and top > fig.y_range.end:
                 fig.y_range.end = 1.15 * top
+        if not (score or text):
+            return self.last_metrics
         m = run.metrics()
         if metrics_extra:
             m.update(metrics_extra)
@@ -442,12 +485,15 @@ class KLHistory:
         self.fig.name = "kl-history"
         self.fig.yaxis.ticker = CustomJSTicker(major_code=LOG_TICKS_JS)
         self.sources, entries = [], []
+        blank = stand_in_source()
         for run, label in zip(runs, labels):
             src = ColumnDataSource(dict(t=[], kl=[]), name=f"kl-{run.label}")
             style = dict(color=RUN_COLORS.get(run.label, "#1f77b4"), line_width=2)
-            entries.append((label, self.fig.line("t", "kl", source=src, **style), self.fig.line(*NAN_ROW, **style)))
+            entries.append((label, self.fig.line("t", "kl", source=src, **style),
+                            self.fig.line("x", "y", source=blank, **style)))
             self.sources.append(src)
         self.legend = _legend(self.fig, entries, "top_right")
+        _lighten([self.fig])
         self.reset(labels)
         _browser_only(self.fig.x_range, self.fig.y_range)
 
@@ -459,6 +505,10 @@ class KLHistory:
 
     EVERY = 5        # frames between points: the curve needs no more
     PUSH_EVERY = 2   # points sent together: each push redraws the whole figure, as its ranges follow the data
+
+    def due(self) -> bool:
+        """Whether the next update reads the metrics (every EVERY-th frame)."""
+        return (getattr(self, "_n", -1) + 1) % self.EVERY == 0
 
     def update(self, metrics_list, force: bool = False):
         self._n = getattr(self, "_n", -1) + 1
