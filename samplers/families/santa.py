@@ -8,10 +8,11 @@ moment of the gradient. Diagonal preconditioners G1 = diag(g1), G2 = diag(g2):
 
 whose tempered drift (docs/tempering.md) is Santa's SDE, derived rather than copied (errata E11):
 
-    theta' = G1 p
-    p'     = -G1 grad U - xi * p + Gamma_p / beta + G1 (d/dtheta sum_j (xi_j - g2_j)^2 / 2 ... )
-           = -G1 grad U - xi * p + (1/beta) d g1_i/d theta_i + g1_i sum_j (xi_j - g2_j) d g2_j/d theta_i
-    xi'    = p * p - 1/beta,        noise N(0, 2 G2 / beta) on p.
+    theta_i' = g1_i p_i
+    p_i'     = -g1_i dU/dtheta_i - xi_i p_i + (1/beta) d g1_i/d theta_i + g1_i sum_j (xi_j - g2_j) d g2_j/d theta_i
+    xi_i'    = p_i^2 - 1/beta,        noise N(0, 2 g2_i / beta) on p_i,
+
+the last two terms of p' being Gamma_p / beta and the thermostat term's share of -G1 grad_theta H.
 
 The friction -xi p is D's -G2 p plus Q's -p (xi - G2). Choices of G1: identity; rmsprop, Santa's
 g = 1/sqrt(lam + sqrt(v)) with v <- decay v + (1 - decay) grad~^2 per chain during the first `adapt` steps and
