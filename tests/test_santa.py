@@ -54,7 +54,7 @@ def test_rmsprop_santa_is_exact_once_its_preconditioner_is_frozen(potential, par
 def test_naive_santa_leaves_the_target(make_sampler):
     """Without div G1 / beta and g1 (xi - g2) grad g2 (Santa's Algorithm 1 drops them), a theta-dependent G1 biases
     the law: on the standard normal with the level metric at metric_C = 0.1 (U + C >= 0.1) naive Santa misses by
-    more than three times the tolerance that Santa meets with the same settings (measured 0.038 and 0.0005)."""
+    more than three times the tolerance that Santa meets with the same settings (measured 0.0375 and 0.0002)."""
     kl_naive, floor, _ = kl_run(make_sampler("santa-naive", "gaussian", V=1.0, metric_C=0.1))
     kl, _, _ = kl_run(make_sampler("santa", "gaussian", V=1.0, metric_C=0.1))
     assert floor < KL_TOL / 3
