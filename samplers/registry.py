@@ -1,7 +1,7 @@
 """Every named sampler, in one explicit table: adding a sampler is one family module plus one line here."""
 from __future__ import annotations
 
-from samplers.families import hmc, langevin, qnhmc, sghmc, sgrhmc, simplex, thermostats
+from samplers.families import hmc, langevin, qnhmc, santa, sghmc, sgrhmc, simplex, thermostats
 from samplers.gradients import make_oracle
 from samplers.sampler import Sampler, SamplerError, SamplerSpec
 from samplers.targets.presets import get_potential
@@ -13,6 +13,8 @@ SPECS: tuple[SamplerSpec, ...] = (
     sghmc.SGHMC_NAIVE,
     thermostats.SGNHT,
     thermostats.MSGNHT,
+    santa.SANTA,
+    santa.SANTA_NAIVE,
     sgrhmc.SGRHMC,
     sgrhmc.SGRHMC_NAIVE,
     hmc.HMC,

@@ -208,6 +208,22 @@ def test_url_round_trip_and_rejections():
     assert apply_query(cfg2, {"seed": "-3", "pot": "gaussian"}) and cfg2.potential == "gaussian"
 
 
+def test_santa_is_offered_runs_and_its_naive_pair_shows_the_bias():
+    """Santa reaches the lab from the registry alone; its naive/corrected pair (both at their defaults: the level
+    metric) is offered because it shows the bias on the Gaussian preset, as the SGRHMC pair does."""
+    assert {"santa", "santa-naive"} <= set(sampler_names())
+    assert ("santa-naive", "santa") in {(p.a, p.b) for p in compare_pairs()}
+    lab = lab_for(potential="gaussian", compare=True, sampler="santa-naive", sampler_b="santa", chains=2000,
+                  seed=3, burn=100)
+    assert not lab.blocks, lab.blocks
+    for _ in range(10):
+        lab.frame(40)
+    naive, fixed = (r.metrics()["kl"] for r in lab.runs)
+    assert naive > 4 * fixed, (naive, fixed)
+    assert lab.sides[0].residual > 1e-3 and lab.sides[1].residual < 1e-6
+    assert "xi" in lab.runs[1].metrics()
+
+
 def test_compare_pairs_follow_the_registry():
     pairs = compare_pairs()
     names = sampler_names()

@@ -68,10 +68,10 @@ def test_the_demo_is_embedded_once_in_the_lab_section(path):
     assert lessons.DEMO_LINE.search(lab_section), f"{path.name}: the {{{{demo}}}} line belongs in 'In the lab'"
 
 
-def test_there_are_eleven_pages_in_order():
-    assert [p.name[:2] for p in PAGES] == [f"{i:02d}" for i in range(1, 12)]
+def test_there_are_twelve_pages_in_order():
+    assert [p.name[:2] for p in PAGES] == [f"{i:02d}" for i in range(1, 13)]
     orders = [parse(p)[0]["order"] for p in PAGES]
-    assert orders == list(range(1, 12))
+    assert orders == list(range(1, 13))
 
 
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)

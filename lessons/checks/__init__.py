@@ -20,6 +20,7 @@ from . import (
     integrators,
     qnhmc,
     recipe,
+    santa,
     scir,
     sghmc,
     sgrhmc,
@@ -62,6 +63,8 @@ CHECKS = {
     "scir_moments": scir.scir_moments,
     "scir_sparse_quantiles": scir.scir_sparse_quantiles,
     "sgrld_boundary_bias": scir.sgrld_boundary_bias,
+    # 12 Temperature, annealing and Santa
+    "santa_annealing": santa.santa_annealing,
 }
 
 

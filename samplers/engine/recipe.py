@@ -146,9 +146,10 @@ class Recipe:
                        for i in noisy]
                 plan["var_fn"] = sympy.lambdify(args + [eps_s, b_s], var, "numpy")
 
-    def grad_h(self, z, g):
-        """grad H with the (noisy) gradient g in the theta slots."""
-        dk = self.dK(z, None, g)
+    def grad_h(self, z, g, u=None):
+        """grad H with the (noisy) gradient g in the theta slots (u: U's value, for a kinetic part that depends on
+        theta through U, as Santa's thermostat term with a theta-dependent G2)."""
+        dk = self.dK(z, u, g)
         out = np.broadcast_to(dk, z.shape).copy() if dk.ndim == 1 else dk.copy()
         out[:, : self.dim] += g
         return out
@@ -157,7 +158,7 @@ class Recipe:
         """f = -(D + Q) grad H + Gamma / beta, with the dropped terms removed; rows selects components."""
         rows = np.arange(self.n) if rows is None else rows
         Dv, Qv = self.D(z, u, g), self.Q(z, u, g)
-        gh = self.grad_h(z, g)
+        gh = self.grad_h(z, g, u)
         f = -rows_times(Qv, rows, gh)
         if "friction" not in self.drop:
             f -= rows_times(Dv, rows, gh)

@@ -70,10 +70,10 @@ def stationarity_residual(recipe: Recipe, potential, n_grid: int = 201, n_random
         th = zz[:, : recipe.dim]
         u, g = potential.U(th), potential.grad(th)
         return recipe.drift(zz, u, g), np.broadcast_to(recipe.D(zz, u, g), (len(zz), n, n)), \
-            recipe.grad_h(zz, g), u
+            recipe.grad_h(zz, g, u), u
 
     f, D, gh, u = at(z)
-    h = u + _kinetic(recipe, z)
+    h = u + _kinetic(recipe, z, u)
     p = np.exp(-(h - h.min()))
     shifted = {}
     for i in range(n):
@@ -158,11 +158,11 @@ def _second_difference(fn, z, i, j, d):
     return (fn(z + ei + ej) - fn(z + ei - ej) - fn(z - ei + ej) + fn(z - ei - ej)) / (4 * d ** 2)
 
 
-def _kinetic(recipe: Recipe, z) -> np.ndarray:
-    """H - U evaluated from its expression."""
+def _kinetic(recipe: Recipe, z, u) -> np.ndarray:
+    """H - U evaluated from its expression (which may hold U itself: Santa's thermostat term)."""
     import sympy
     k = recipe.sym.flatten(recipe.kinetic)
     if k == 0:
         return np.zeros(z.shape[0])
-    fn = sympy.lambdify([recipe.sym.z], k, "numpy")
-    return np.broadcast_to(fn(list(z.T)), (z.shape[0],)).astype(float)
+    fn = sympy.lambdify([recipe.sym.z, recipe.sym.u], k, "numpy")
+    return np.broadcast_to(fn(list(z.T), u), (z.shape[0],)).astype(float)

@@ -38,6 +38,23 @@ def double_well() -> Potential:
         formula=r"U(\theta) = \theta^4 - 2\theta^2", known_u_min=-1.0, start=np.zeros(1))
 
 
+TILT = 0.3
+
+
+def tilted_double_well() -> Potential:
+    """The double well tilted by 0.3 theta: the mode near -1.04 is deeper by about 0.6 than the one near +0.96, so
+    exp(-U) puts about 65 % of its mass there, exp(-10 U) more than 99.7 %. Chains start in the shallow mode."""
+    crit = np.sort(np.roots([4.0, 0.0, -4.0, TILT]).real)   # U' = 4 theta^3 - 4 theta + TILT
+    deep, shallow = crit[0], crit[2]
+    return Potential(
+        "tilted-double-well", 1, lambda t: (t[:, 0] * t[:, 0]) * (t[:, 0] * t[:, 0] - 2) + TILT * t[:, 0],
+        lambda t: 4 * t * (t * t - 1) + TILT, ((-3.0, 3.0),),
+        description=f"asymmetric double well, U = θ⁴ − 2θ² + {TILT}θ: the mode at {deep:.2f} is deeper than the one "
+        f"at {shallow:.2f}, where chains start (lesson 12: annealing)",
+        formula=rf"U(\theta) = \theta^4 - 2\theta^2 + {TILT}\,\theta",
+        known_u_min=float(deep ** 4 - 2 * deep ** 2 + TILT * deep), start=np.array([shallow]))
+
+
 def banana() -> Potential:
     # products, not powers (see double_well)
     def U(t):
@@ -139,6 +156,7 @@ def mixture() -> Potential:
 PRESETS: dict[str, Callable[..., Potential]] = {
     "gaussian": gaussian,
     "double-well": double_well,
+    "tilted-double-well": tilted_double_well,
     "banana": banana,
     "correlated-gaussian": correlated_gaussian,
     "mixture": mixture,
