@@ -160,7 +160,7 @@ class Report:
             f"design {self.design.name} ({self.design.source}){dropped}",
             f"z     = ({z})",
             f"H     = {sympy.sstr(h)}",
-            f"Gamma = ({', '.join(sympy.sstr(g) for g in self.gamma)})",
+            f"Gamma = ({', '.join(sympy.sstr(g) for g in self.gamma)})" + (" (dropped)" if "gamma" in r.drop else ""),
             "D symmetric, positive semidefinite at 64 probe points: " + mark(True),
             "Q skew-symmetric: " + mark(True),
             f"Fokker-Planck residual at exp(-H): {self.residual.relative:.3g} relative (tolerance {self.tol:g}) "
