@@ -72,7 +72,8 @@ def _derive(design: Design, values: dict, drop: frozenset) -> Recipe:
         return Recipe(design.name + (" (naive)" if drop - design.drop else ""), sym, kinetic, mats["D"], mats["Q"],
                       blocks=blocks, drop=drop, aux_box=list(design.box), description=design.description)
     except RecipeError as err:
-        key = err.cells[0] if err.cells else ()
+        # an error at no one cell (an eigenvalue of D) is about the matrix its message starts with
+        key = err.cells[0] if err.cells else (str(err)[0],) if str(err)[:2] in ("D ", "Q ") else ()
         raise marked.error(key, str(err), err.cells) from None
     except RecursionError:
         # as in the lab's editor: sympy differentiates, and Python compiles the drift, by recursion

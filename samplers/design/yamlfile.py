@@ -7,6 +7,7 @@ import yaml
 from samplers.engine.symbols import RecipeError
 
 MAX_CHARS = 64_000     # a design is a few hundred characters; this is not a data format
+PLAIN_TAGS = ("tag:yaml.org,2002:seq", "tag:yaml.org,2002:map")
 MAX_NODES = 2_000      # counted as walked: aliases to large lists cannot multiply the work
 
 
@@ -41,7 +42,8 @@ class Marked:
         key = tuple(key)
         while key and key not in self.marks:
             key = key[:-1]
-        return self.marks.get(key, (None, None))
+        # the whole file is no place: an error about it (a key missing) names no line
+        return self.marks.get(key, (None, None)) if key else (None, None)
 
     def error(self, key: tuple, message: str, cells: tuple = (), at_key: bool = False) -> DesignError:
         line, column = self.key_marks.get(tuple(key), (None, None)) if at_key else (None, None)
@@ -82,6 +84,11 @@ def _plain(node, key: tuple, marks: dict, key_marks: dict, budget: list):
     if budget[0] < 0:
         raise DesignError(f"the design has more than {MAX_NODES:,} values (aliases count each time they are used)")
     marks[key] = _mark(node.start_mark)
+    if not isinstance(node, yaml.ScalarNode) and node.tag not in PLAIN_TAGS:
+        # a scalar's tag is the safe constructor's to refuse; a list or mapping would be walked as plain data
+        # with its tag silently ignored
+        raise DesignError(f"not valid YAML: the tag {short(node.tag)} is not allowed (plain YAML only)", key,
+                          *_mark(node.start_mark))
     if isinstance(node, yaml.MappingNode):
         out = {}
         for k_node, v_node in node.value:
