@@ -52,6 +52,9 @@ def read_design(path, max_state: int = MAX_STATE) -> Design:
     """A design from a file, named after the file unless it names itself."""
     try:
         text = Path(path).read_text(encoding="utf-8") if not hasattr(path, "read_text") else path.read_text("utf-8")
+    except FileNotFoundError:
+        raise DesignError(f"cannot read design file {path}: no such file (the shipped designs, found by name: "
+                          f"{', '.join(example_names())})") from None
     except (OSError, UnicodeDecodeError) as err:
         raise DesignError(f"cannot read design file {path}: {getattr(err, 'strerror', None) or err}") from None
     stem = Path(str(path)).name.rsplit(".", 1)[0] or "design"
@@ -71,11 +74,10 @@ def load_design(source, max_state: int = MAX_STATE) -> Design:
         return source
     if isinstance(source, dict):
         return design_from_dict(source, max_state=max_state)
-    if isinstance(source, str) and "\n" not in source and not source.strip().endswith(("}", "]")):
-        if source in example_names() and not Path(source).exists():
-            return read_design(example_path(source), max_state)
-        if source.endswith((".yaml", ".yml")) or Path(source).exists():
+    if isinstance(source, str) and "\n" not in source and ":" not in source:     # YAML text has a key: a name
+        if Path(source).exists() or source not in example_names():
             return read_design(source, max_state)
+        return read_design(example_path(source), max_state)
     if isinstance(source, str):
         return parse_design(source, max_state=max_state)
     return read_design(source, max_state)

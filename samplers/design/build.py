@@ -43,11 +43,12 @@ def build_recipe(design: Design, naive: bool = False, **params) -> Recipe:
     values = {k: float(params.get(k, design.params[k])) for k in design.constants}
     drop = drop_of(design, naive)
     key = (tuple(sorted(values.items())), drop)
-    if key not in design.cache:
-        if len(design.cache) >= CACHE_SIZE:
-            design.cache.pop(next(iter(design.cache)))
-        design.cache[key] = _derive(design, values, drop)
-    return design.cache[key]
+    recipes = design.cache.setdefault("recipes", {})
+    if key not in recipes:
+        if len(recipes) >= CACHE_SIZE:
+            recipes.pop(next(iter(list(recipes))), None)   # the oldest; a copy, as another thread may add one
+        recipes[key] = _derive(design, values, drop)
+    return recipes[key]
 
 
 def _derive(design: Design, values: dict, drop: frozenset) -> Recipe:
@@ -85,11 +86,11 @@ def _derive(design: Design, values: dict, drop: frozenset) -> Recipe:
 
 def design_spec(design: Design, naive: bool = False) -> SamplerSpec:
     """A SamplerSpec for the design (cached): its parameters are the file's params, constants among them."""
-    key = ("spec", naive)
-    if key not in design.cache:
+    specs = design.cache.setdefault("specs", {})
+    if naive not in specs:
         drop_of(design, naive)      # refuse a naive variant the design does not name, before anything is built
         consts = design.constants
-        design.cache[key] = SamplerSpec(
+        specs[naive] = SamplerSpec(
             name=design.name + ("-naive" if naive else ""),
             title=design.name + (" (naive)" if naive else ""),
             source=f"design {design.source}" + (f", {design.naive} dropped" if naive else ""),
@@ -97,7 +98,7 @@ def design_spec(design: Design, naive: bool = False) -> SamplerSpec:
             defaults=dict(design.params), layout=lambda d, p: {"aux": list(design.aux)},
             recipe=lambda s: build_recipe(design, naive, **{k: s.params[k] for k in consts}),
             init_aux=_init_aux if design.aux else None, corrected=design.name if naive else None, family="design")
-    return design.cache[key]
+    return specs[naive]
 
 
 def design_sampler(design: Design, potential, V=None, batch=None, naive: bool = False, oracle=None,
