@@ -1,7 +1,8 @@
-"""Command line: `python -m samplers list | sample | diagnose`.
+"""Command line: `python -m samplers list | sample | diagnose | check | reproduce`.
 
-Every error a user can cause (bad arguments, unknown names, invalid expressions, unstable
-settings) ends in one line on stderr and exit status 2, never a traceback.
+Every error a user can cause (bad arguments, unknown names, invalid expressions, malformed design
+files, unstable settings) ends in one line on stderr and exit status 2, never a traceback. `check`
+exits 1 when a design that builds fails its stationarity check.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import numpy as np
 
 from samplers import diagnostics as dg
 from samplers.accuracy import score
+from samplers.design import check, design_sampler, example_names, load_design
 from samplers.engine.symbols import RecipeError
 from samplers.gradients import GradientError
 from samplers.registry import REGISTRY, build_sampler, sampler_names
@@ -45,7 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     sub.add_parser("list", help="every sampler and potential, one line each")
     s = sub.add_parser("sample", help="run chains and write their samples to an .npz file")
-    s.add_argument("--sampler", required=True)
+    which = s.add_mutually_exclusive_group(required=True)
+    which.add_argument("--sampler", help="a named sampler (see list)")
+    which.add_argument("--recipe", metavar="FILE.yaml", help="a design file (docs/recipes.md) or a shipped design")
+    s.add_argument("--naive", action="store_true", help="with --recipe: the design's naive variant (its term dropped)")
     s.add_argument("--potential", required=True, help="a preset name or expr:<U(x) or U(x, y)>")
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a sampler parameter")
     s.add_argument("--grad-noise", type=float, default=None, metavar="V", help="simulated gradient noise variance")
@@ -58,6 +63,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, metavar="FILE.npz")
     d = sub.add_parser("diagnose", help="KL, TV, KS and ESS of a sample file against the exact density")
     d.add_argument("file")
+    c = sub.add_parser("check", help="a design file's Gamma, SDE, update, D and Q verdicts and stationarity residual")
+    c.add_argument("recipe", metavar="FILE.yaml", help="a design file (docs/recipes.md) or a shipped design's name")
+    c.add_argument("--potential", required=True, help="a preset name or expr:<U(x) or U(x, y)>")
+    c.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a parameter of the design")
+    c.add_argument("--naive", action="store_true", help="check the design's naive variant (its term dropped)")
     r = sub.add_parser("reproduce", help="rerun an experiment of the sources: figure (PNG, SVG), numbers (CSV)")
     r.add_argument("name", nargs="?", help="a reproduction name, or all")
     r.add_argument("--list", action="store_true", help="name the reproductions")
@@ -85,6 +95,8 @@ def cmd_list(args, out):
     for name in preset_names():
         print(f"potential  {name:14s} {get_potential(name).description}", file=out)
     print("potential  expr:...       a typed U(x) or U(x, y), e.g. expr:x**4 - 2*x**2", file=out)
+    for name in example_names():
+        print(f"design     {name:14s} {load_design(name).description} (--recipe {name})", file=out)
 
 
 MAX_SAMPLE_BYTES = 2 * 1024 ** 3     # theta larger than this (uncompressed) is refused before reading it
@@ -102,7 +114,13 @@ def cmd_sample(args, out):
     if args.steps + args.burn > MAX_STEPS:
         raise UsageError(f"--steps plus --burn may be at most {MAX_STEPS:,}")
     pot = get_potential(args.potential)
-    sampler = build_sampler(args.sampler, pot, args.grad_noise, args.batch, **_parse_sets(args.set))
+    if args.recipe is not None:
+        sampler = design_sampler(load_design(args.recipe), pot, args.grad_noise, args.batch, args.naive,
+                                 **_parse_sets(args.set))
+    elif args.naive:
+        raise UsageError("--naive goes with --recipe; a named sampler's naive form has its own name (see list)")
+    else:
+        sampler = build_sampler(args.sampler, pot, args.grad_noise, args.batch, **_parse_sets(args.set))
     # what is held at once: every kept theta, and the ensemble's whole state (momenta, memories) with its
     # temporaries (a few times over)
     kept_bytes = args.chains * (args.steps // args.thin) * pot.dim * 8
@@ -115,8 +133,25 @@ def cmd_sample(args, out):
                          f"{state_bytes / 1024 ** 3:.1f} GiB: lower --chains")
     res = run(sampler, args.steps, args.chains, args.burn, args.thin, args.seed)
     meta = dict(res.meta, potential=args.potential, grad_noise=args.grad_noise, batch=args.batch)
+    if args.recipe is not None:
+        meta.update(recipe=args.recipe, naive=args.naive)
     save_npz(args.out, theta=res.theta, meta=np.array(json.dumps(meta, sort_keys=True, default=_jsonable)))
     print(f"wrote {args.out}: theta {res.theta.shape}, {res.diverged} diverged chains", file=out)
+    if args.naive and _gamma_is_zero(sampler.recipe):
+        print("note: this design's Gamma is zero, so its naive variant is the same sampler", file=out)
+
+
+def _gamma_is_zero(recipe) -> bool:
+    """Gamma dropped where it is zero: D and Q constant (relativistic SGHMC's), the naive run is the same run."""
+    g = recipe.Gamma
+    return "gamma" in recipe.drop and g.const is not None and not g.const.any()
+
+
+def cmd_check(args, out) -> int:
+    report = check(load_design(args.recipe), get_potential(args.potential), args.naive, **_parse_sets(args.set))
+    for line in report.lines():
+        print(line, file=out)
+    return 0 if report.ok else 1
 
 
 def _jsonable(v):
@@ -246,11 +281,11 @@ def main(argv=None, out=None) -> int:
     out = out or sys.stdout
     try:
         args = build_parser().parse_args(argv)
-        commands = {"list": cmd_list, "sample": cmd_sample, "diagnose": cmd_diagnose, "reproduce": cmd_reproduce}
-        commands[args.command](args, out)
+        commands = {"list": cmd_list, "sample": cmd_sample, "diagnose": cmd_diagnose, "check": cmd_check,
+                    "reproduce": cmd_reproduce}
+        return commands[args.command](args, out) or 0
     except (UsageError, *USER_ERRORS) as err:
         # messages may quote a file's contents or an argument: one line, no terminal escapes
         lines = str(err).splitlines()
         print(f"error: {plain(lines[0], 300) if lines else type(err).__name__}", file=sys.stderr)
         return 2
-    return 0

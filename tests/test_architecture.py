@@ -81,7 +81,8 @@ def test_app_model_imports_no_panel_or_bokeh():
 @pytest.mark.skipif(os.environ.get("SKIP_INSTALL_TEST") == "1", reason="SKIP_INSTALL_TEST=1")
 def test_plain_install_works_outside_the_repository(tmp_path):
     """pip install . (not editable) into a venv that borrows the installed dependencies, then, from
-    another directory: the three packages import from site-packages and a lesson check runs."""
+    another directory: the three packages import from site-packages, the shipped design files are installed, and
+    a lesson check runs."""
     source = tmp_path / "source"   # pip builds in the tree it is given: keep the checkout clean
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", "build", "*.egg-info", "__pycache__",
                                                                   "test-artifacts", ".pytest_cache"))
@@ -98,6 +99,9 @@ def test_plain_install_works_outside_the_repository(tmp_path):
             "    assert 'site-packages' in m.__file__, m.__file__\n"
             "pages = lessons.load_lessons()\n"
             "assert len(pages) >= 11, len(pages)\n"
+            "from samplers.design import example_names, load_design\n"
+            "assert len(example_names()) >= 5, example_names()\n"
+            "assert load_design('sgnht').n == 3\n"
             "print(lessons.run_check('fokker_planck_residual', quick=True)['passed'])\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     out = subprocess.run([py, "-c", code], capture_output=True, text=True, cwd=elsewhere, env=env, timeout=600)

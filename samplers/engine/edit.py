@@ -30,25 +30,32 @@ def parse_matrix(name: str, cells, recipe: Recipe) -> sympy.Matrix:
     if len(cells) != n or any(len(row) != n for row in cells):
         raise RecipeError(f"{name} must be {n}x{n}")
     variables = cell_variables(recipe)
-    u_plain = sympy.Symbol("U", real=True)
     out = sympy.zeros(n, n)
     for i, row in enumerate(cells):
         for j, text in enumerate(row):
-            text = str(text).strip() or "0"
             where = f"{name}[{recipe.sym.z[i]},{recipe.sym.z[j]}]"
-            try:
-                # evaluated as sympy builds its own: the parser keeps forms that make sympy's LaTeX printer recurse
-                # without end ((theta_1^2/theta_1^2)^-3), and that hide a power (exp(64*log(a + b)) is (a + b)^64)
-                expr = parse_expression(text, variables, float_decimals=True).xreplace({u_plain: recipe.sym.U}).doit()
-                if expr.has(sympy.nan, sympy.zoo, sympy.oo, -sympy.oo):     # 1/(theta_1 - theta_1), once evaluated
-                    raise ExpressionError("undefined (division by zero or a pole)")
-                _check_growth(expr)
-                out[i, j] = expr
-            except ExpressionError as err:
-                raise RecipeError(f"{where}: {err}", cells=[(name, i, j)]) from None
-            except RecursionError:
-                raise RecipeError(f"{where}: nested too deeply", cells=[(name, i, j)]) from None
+            out[i, j] = parse_cell(text, variables, recipe.sym.U, where, (name, i, j))
     return out
+
+
+def parse_cell(text, variables, U, where: str, cell=None, values=None) -> sympy.Expr:
+    """One typed cell in `variables` (U among them turned into U(theta), the undefined function `U`),
+    with named constants replaced by `values` ({Symbol: number}); the errors start with `where`."""
+    text = str(text).strip() or "0"
+    u_plain = sympy.Symbol("U", real=True)
+    cells = [cell] if cell is not None else []
+    try:
+        # evaluated as sympy builds its own: the parser keeps forms that make sympy's LaTeX printer recurse
+        # without end ((theta_1^2/theta_1^2)^-3), and that hide a power (exp(64*log(a + b)) is (a + b)^64)
+        expr = parse_expression(text, variables, float_decimals=True).xreplace({u_plain: U, **(values or {})}).doit()
+        if expr.has(sympy.nan, sympy.zoo, sympy.oo, -sympy.oo):     # 1/(theta_1 - theta_1), once evaluated
+            raise ExpressionError("undefined (division by zero or a pole)")
+        _check_growth(expr)
+        return expr
+    except ExpressionError as err:
+        raise RecipeError(f"{where}: {err}", cells=cells) from None
+    except RecursionError:
+        raise RecipeError(f"{where}: nested too deeply", cells=cells) from None
 
 
 def _check_growth(expr) -> None:
