@@ -38,11 +38,14 @@ from deploy.class_server import UNUSED_SESSION_MS, free_port, start
 
 LIFETIME_S = UNUSED_SESSION_MS / 1000     # the deployment's, set in main()
 
+# Taken in turn, while nginx deals sessions to the processes in turn: in this order each process gets both
+# kinds, one sampler and a compare pair (twice the work). In the order single, pair, single, pair, one of two
+# processes got every pair, and its sessions half the updates of the other's.
 PRESETS = {
     "banana/sghmc": "pot=banana&s=sghmc&n=1000&play=1",
     "double-well/sgrhmc vs naive": "pot=double-well&s=sgrhmc&cmp=1&sb=sgrhmc-naive&n=1000&play=1",
-    "gaussian/sgld": "pot=gaussian&s=sgld&n=1000&play=1",
     "double-well/sghmc vs naive": "pot=double-well&s=sghmc&cmp=1&sb=sghmc-naive&n=1000&play=1",
+    "gaussian/sgld": "pot=gaussian&s=sgld&n=1000&play=1",
 }
 HOSTILE = "n=100000&speed=1000&play=1"
 FIRST_FRAME_TIMEOUT = 60.0
@@ -201,6 +204,9 @@ async def play(base: str, servers: Servers, args):
     for s in ok:
         per_backend[s.backend] = per_backend.get(s.backend, 0) + 1
     print("sessions per process: " + ", ".join(f"{b} {n}" for b, n in sorted(per_backend.items())))
+    for b in sorted(per_backend):
+        mix = {name: sum(1 for s in ok if s.backend == b and s.name == name) for name in names}
+        print(f"  {b}: " + ", ".join(f"{name} {n}" for name, n in mix.items() if n))
     print(f"{'updates/s per session':<34}{'min / median':>14}")
     print(rates_line("  all", [rates[id(s)] for s in students]))
     for name in names:

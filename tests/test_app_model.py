@@ -568,3 +568,19 @@ def test_every_preset_pair_builds_and_steps_unblocked():
         lab = Lab(cfg)
         assert not lab.blocks and lab.notice is None, (pair.key, lab.blocks, lab.notice)
         assert lab.step(5), pair.key
+
+
+def test_a_frame_bins_its_steps_at_once_as_step_by_step_would():
+    """LiveRun.advance bins the kept states of all its steps together: the histograms, the downloads and
+    the paths are those of the same steps taken one by one (a link reproduces its run at any speed)."""
+    sampler = lab_for(potential="banana", sampler="sghmc", chains=300).sides[0].sampler
+    one, many = (LiveRun(sampler, 300, seed=4, burn=7, thin=2) for _ in range(2))
+    for _ in range(30):
+        one.advance(1)
+    for steps in (5, 1, 13, 11):
+        many.advance(steps)
+    assert one.kept == many.kept > 0
+    for a, b in zip(one.marg_counts + [one.joint_counts], many.marg_counts + [many.joint_counts]):
+        np.testing.assert_array_equal(a, b)
+    assert one.samples.steps == many.samples.steps
+    np.testing.assert_array_equal(one.take_path_points(), many.take_path_points())

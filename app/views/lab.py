@@ -42,7 +42,7 @@ SUMMARY_CSS = """
 :host(.present) .ab-ratio { font-size: 20px; }
 """
 BUILDING_HTML = "<div class='lab-building' style='font-size:15px;color:#555'>building the run…</div>"
-TEXT_EVERY_S = 0.25    # the metrics numbers refresh 4 times a second (see RunPlots.update)
+TEXT_EVERY_S = 0.5     # the metrics numbers refresh twice a second (see RunPlots.update)
 
 
 # messages are plain text in an HTML box: an Alert pane is Markdown, which turns a link's text such as
