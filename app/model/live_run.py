@@ -272,7 +272,7 @@ class LiveRun:
             y[~alive] = np.nan
         return {"x": x, "y": y}
 
-    def ess(self, every: int = 50) -> tuple[float, float]:
+    def ess(self, every: int = 100) -> tuple[float, float]:
         """(ESS of the histogrammed θ₁ samples, ESS per sample), refreshed every `every` steps.
 
         Estimated from the last steps of the first chains (Stan's multi-chain estimator); the

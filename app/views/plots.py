@@ -69,7 +69,9 @@ def _lighten(figs) -> None:
     in every frame's message (docs/notes/page-open.md).
     * One ticker and one label policy for the linear axes (and their grids): both are stateless in BokehJS.
     * No explicit nonselection and muted glyphs (Bokeh's plotting API makes both for every renderer):
-      nothing here selects or mutes, and "auto" draws the same if anything ever did."""
+      nothing here selects or mutes, and "auto" draws the same if anything ever did.
+    (Renderers of one source sharing one view lost the legend's scatter markers: BokehJS keeps a view per
+    renderer.)"""
     for f in figs:
         for r in f.renderers:
             if isinstance(r, GlyphRenderer):
