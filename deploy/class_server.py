@@ -149,10 +149,13 @@ class Deployment:
 def _running(pid: int, name: str) -> bool:
     """pid is a live process of this deployment (a recycled pid runs something else)."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        stat = Path(f"/proc/{pid}/stat").read_text()
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
     except OSError:
         return False
+    comm, state = stat[stat.index("(") + 1: stat.rindex(")")], stat.rsplit(")", 1)[1].split()[0]
+    if not cmdline:    # an exiting process has let go of its memory, its command line with it: its name says
+        return state != "Z" and (comm == "nginx" if name == "nginx" else comm.startswith(("python", "panel")))
     return state != "Z" and ("nginx" in cmdline if name == "nginx" else "panel" in cmdline)
 
 

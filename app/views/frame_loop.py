@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from collections.abc import Callable
 from functools import partial
@@ -45,6 +46,13 @@ def quiet_closed_sockets() -> None:
     loop._lab_quiet = True
 
 
+# The document whose lock this code holds inside a session_schedule callback: FrameLoop.with_lock runs at
+# once there, in that callback's Panel hold. Deferred to a next tick of its own, a rebuilt run's metrics
+# could stay on the page as before the rebuild (with the recipe editor closed; tests/test_app_browser.py,
+# the diverging run).
+_LOCKED: contextvars.ContextVar = contextvars.ContextVar("lab_locked_doc", default=None)
+
+
 def session_schedule(doc) -> Callable[[Callable], None] | None:
     """A function that runs `fn` on this session's event loop, with the document lock, from any thread;
     None without a server session. Only tornado's `add_callback` is safe from another thread: the
@@ -57,9 +65,14 @@ def session_schedule(doc) -> Callable[[Callable], None] | None:
         # as Panel runs a widget's callback: with this document current and held, its changes sent
         # together when fn returns. Run bare (curdoc set, no hold), a pane's later changes could stay queued
         # behind Panel's write block for good: a rebuilt run's metrics never reached the page
-        # (tests/test_app_browser.py, the diverging run; docs/notes/serving.md)
-        with set_curdoc(doc), pn.io.hold(doc):
-            fn()
+        # (tests/test_app_browser.py, the diverging run; docs/notes/serving.md). The lock is held here
+        # too, so the views' FrameLoop.with_lock runs at once, inside the same hold (see _LOCKED).
+        token = _LOCKED.set(doc)
+        try:
+            with set_curdoc(doc), pn.io.hold(doc):
+                fn()
+        finally:
+            _LOCKED.reset(token)
 
     def on_loop(fn):
         try:
@@ -167,7 +180,7 @@ class FrameLoop:
         if self.closed:
             return
         doc = self.doc
-        if doc is None or doc.session_context is None or self.in_frame:
+        if doc is None or doc.session_context is None or self.in_frame or _LOCKED.get() is doc:
             fn()
             return
         if fn.__name__ in self._scheduled:
@@ -176,9 +189,7 @@ class FrameLoop:
 
         def run():
             self._scheduled.discard(fn.__name__)
-            # with this document current, as Panel's own callbacks run: panes changed here reach the page
-            with set_curdoc(doc):
-                fn()
+            fn()
         doc.add_next_tick_callback(run)
 
     @contextlib.contextmanager
