@@ -11,6 +11,7 @@ import time
 
 import panel as pn
 from bokeh.layouts import column
+from panel.io.state import set_curdoc
 from panel.viewable import Viewer
 
 from ..model.exports import csv_tables, file_name, npz_arrays, write_csv, write_npz
@@ -167,6 +168,7 @@ class LabView(Viewer):
         self.ladder_card.param.watch(self._open_ladder, "collapsed")
         self.main.append(self.ladder_card)
         self.editor = self.residual_map = None
+        self._recipe_waits = False
         self.recipe_card = pn.Card(title="Recipe (H, D, Q) of sampler A — edit D and Q, switch to the naive "
                                          "form, and see where the dynamics break stationarity",
                                    sizing_mode="stretch_width", collapsed=not self._recipe_open,
@@ -188,7 +190,21 @@ class LabView(Viewer):
             self.loop.with_lock(self._build_recipe)
 
     def _build_recipe(self) -> None:
-        if not self.recipe_open or self.editor is not None or not self.lab.runs:
+        if not self.recipe_open or self.editor is not None or not self.lab.runs or self._recipe_waits:
+            return
+        doc = self.loop.doc
+        if doc is not None and doc.session_context is not None:
+            # built before the page has loaded (a link that opens the card), the card's contents could be lost
+            # on their way to it under load (browser tests): Panel runs this at once once loaded, else on load
+            self._recipe_waits = True
+            with set_curdoc(doc):
+                pn.state.onload(self._build_recipe_now)
+            return
+        self._build_recipe_now()
+
+    def _build_recipe_now(self) -> None:
+        self._recipe_waits = False
+        if self.editor is not None or not self.lab.runs:
             return
         self.editor = RecipeEditor(self.lab)
         self.residual_map = ResidualMapView(self.lab, schedule=self.loop.with_lock)
