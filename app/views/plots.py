@@ -33,6 +33,7 @@ from bokeh.models import (
     IndexFilter,
     Legend,
     LegendItem,
+    LinearAxis,
     Range1d,
 )
 from bokeh.palettes import Blues256, Category10_10
@@ -56,11 +57,8 @@ LIVE = "overlay"   # the level of renderers whose data change every frame (see t
 # outline doubles the canvas work per point, and software rendering fills squares faster than circles)
 ENSEMBLE_STYLE = dict(size=3, fill_color="#333333", fill_alpha=0.45, line_color=None, marker="square")
 HIGHLIGHT_STYLE = dict(size=9, line_color="black")
-NAN_ROW = ([math.nan], [math.nan])   # the data of a legend's stand-in (see _legend)
-
-
 def stand_in_source() -> ColumnDataSource:
-    """One NaN row for every legend stand-in of a view (see _legend): one source, not one per stand-in."""
+    """The data of a view's legend stand-ins (see _legend): one NaN row, one source for all of them."""
     return ColumnDataSource({c: [math.nan] for c in ("x", "y", "left", "right", "top", "bottom")})
 
 
@@ -76,7 +74,7 @@ def _lighten(figs) -> None:
         for r in f.renderers:
             if isinstance(r, GlyphRenderer):
                 r.nonselection_glyph = r.muted_glyph = "auto"
-    axes = [a for f in figs for a in (*f.xaxis, *f.yaxis) if type(a).__name__ == "LinearAxis"]
+    axes = [a for f in figs for a in (*f.xaxis, *f.yaxis) if type(a) is LinearAxis]
     if not axes:
         return
     ticker, policy = axes[0].ticker, axes[0].major_label_policy
@@ -487,6 +485,7 @@ class KLHistory:
         self.fig.name = "kl-history"
         self.fig.yaxis.ticker = CustomJSTicker(major_code=LOG_TICKS_JS)
         self.sources, entries = [], []
+        self._n = -1                      # frames seen by update
         blank = stand_in_source()
         for run, label in zip(runs, labels):
             src = ColumnDataSource(dict(t=[], kl=[]), name=f"kl-{run.label}")
@@ -510,10 +509,10 @@ class KLHistory:
 
     def due(self) -> bool:
         """Whether the next update reads the metrics (every EVERY-th frame)."""
-        return (getattr(self, "_n", -1) + 1) % self.EVERY == 0
+        return (self._n + 1) % self.EVERY == 0
 
     def update(self, metrics_list, force: bool = False):
-        self._n = getattr(self, "_n", -1) + 1
+        self._n += 1
         if self._n % self.EVERY and not force:
             return
         for pending, m in zip(self._pending, metrics_list):
