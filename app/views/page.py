@@ -204,12 +204,17 @@ class AppView(Viewer):
             self._location.search = search
 
     def _read_url(self, event):
-        """Back/forward in the browser: apply the URL's configuration."""
+        """Back/forward in the browser, or its address bar as the page loads: apply the URL's configuration.
+        A URL that changes nothing to build (its bad values dropped, say) is corrected at once; otherwise the
+        new runs' version writes it. (The page's own address can arrive after the onload write, under load:
+        its bad values then stayed in the address bar.)"""
         if event.new == self._last_search:
             return
         query = parse_search(event.new)
         self._last_search = event.new
         self._report_ignored(apply_query(self.config, query))
+        if not self.lab.building:
+            self._write_url()
 
     def _report_ignored(self, errors: list[str]) -> None:
         if errors:
