@@ -254,6 +254,14 @@ class Sampler:
     def needs_fast_path(self) -> bool:
         return any(self.params.get(k) == v for k, v in self.spec.fast_only.items())
 
+    def use_recipe(self, recipe: Recipe) -> None:
+        """Take the recipe derived earlier for an equal sampler (same spec, target and parameters) instead of
+        deriving it again: the app shares them between sessions (recipes are not changed once made)."""
+        if recipe.n != self.n or recipe.name != self.name:
+            raise SamplerError(f"a recipe for {recipe.name} with {recipe.n} state variables cannot stand in for "
+                               f"{self.name}'s {self.n}")
+        self._recipe = recipe
+
     def with_recipe(self, recipe: Recipe) -> Sampler:
         """The same sampler stepping an edited (H, D, Q) through the generic engine."""
         if recipe.n != self.n:

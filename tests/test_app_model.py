@@ -391,6 +391,22 @@ def test_recipe_cells_fit_their_formula_and_show_it_whole_as_a_tooltip():
     assert "61237" not in shown and "1.225" in shown
 
 
+def test_the_kl_history_is_built_at_the_first_step_and_kept_through_a_rebuild_of_the_same_shape():
+    """Empty until a run steps, its figure is a seventh of a page open's models: a line of text until then."""
+    from app.views.lab import LabView
+    view = LabView(lab_for(chains=50))
+    assert view.kl is None and "kl-later" in view.kl_area.objects[0].object
+    view.lab.step(1)
+    kl = view.kl
+    assert kl is not None and view.kl_area.objects[0].object.children[0] is kl.fig
+    view.lab.step(150)                                 # past burn-in: paused steps push their point at once
+    assert len(kl.sources[0].data["t"]) >= 1
+    view.lab.config.seed = 7                           # same figures: the history starts again, same figure
+    assert view.kl is kl and len(kl.sources[0].data["t"]) == 0
+    view.lab.config.compare = True                     # another number of runs: text again until a step
+    assert view.kl is None and "kl-later" in view.kl_area.objects[0].object
+
+
 def test_a_frame_that_raises_pauses_the_lab_and_says_why():
     from app.views.lab import LabView
     view = LabView(lab_for(chains=50), compact=True)
@@ -541,8 +557,13 @@ def test_beta_and_the_schedule_are_parameter_fields():
     from app.views.controls import ParamFields
     lab = lab_for(chains=50)
     fields = ParamFields(lab)
+    # shown on request (a tenth of a page open's models), or at once when set
+    assert "beta" not in fields.widgets and fields.more.visible
+    fields.more.clicks += 1
+    assert not fields.more.visible
     assert {k: fields.widgets[k].value for k in ("beta", "eps_b", "eps_c")} == \
         {"beta": "1.0", "eps_b": "1000.0", "eps_c": "0.0"}
+    assert "eps_c" in ParamFields(lab_for(chains=50, params={"eps_c": "0.5"})).widgets
     fields.widgets["beta"].value = "-1"
     assert "beta must be" in fields.error.object and "beta" not in lab.config.params
     fields.widgets["beta"].value = "0.5"
@@ -553,6 +574,7 @@ def test_beta_and_schedule_fields_say_their_bounds():
     from app.model.presets import param_help
     from app.views.controls import ParamFields
     fields = ParamFields(lab_for(chains=50))
+    fields.more.clicks += 1
     assert "0.001 to 1000" in fields.widgets["beta"].description
     assert "0 to 1" in fields.widgets["eps_c"].description and "> 0" in fields.widgets["eps_b"].description
     assert param_help("eps") is None

@@ -142,13 +142,30 @@ def typed_input(cfg: LabConfig) -> bool:
     return cfg.D is not None or cfg.Q is not None or cfg.potential.startswith(TYPED)
 
 
+_RECIPES: dict = {}      # (target, sampler, parameters, gradients) -> the recipe, shared by the sessions
+MAX_RECIPES = 256
+
+
+def _shared_recipe(s, key):
+    """A registered sampler's recipe is sympy work (Γ, the compiled fields): done once per process for each
+    target, sampler and parameters, not at every page open."""
+    recipe = _RECIPES.get(key)
+    if recipe is None:
+        recipe = _RECIPES[key] = s.recipe
+        if len(_RECIPES) > MAX_RECIPES:
+            _RECIPES.pop(next(iter(_RECIPES)), None)
+    else:
+        s.use_recipe(recipe)
+    return recipe
+
+
 def _side(cfg, label, name, params, pot, editable) -> Side:
     batch = cfg.batch if pot.data is not None else None
     s = build_sampler(name, pot, None if batch else cfg.V, batch, **params)
     if s.spec.recipe is None or pot.dim > MAX_RECIPE_DIM:
         return Side(label, s)
-    base = s.recipe
     key = (pot.name, name, tuple(sorted(s.params.items(), key=str)), str(s.oracle.describe()))
+    base = _shared_recipe(s, key)
     if base.numeric:      # D and Q are functions, not cells: nothing to edit, still a residual
         return Side(label, s, None, base, key=key)
     term = droppable_term(base)

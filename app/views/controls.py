@@ -29,6 +29,7 @@ from ..model.presets import (
 )
 
 TYPED_OPTION = "type U(x) or U(x, y)…"
+MORE = ("beta", "eps_b", "eps_c")     # ParamFields shows these on request
 
 
 def error_html(text: str) -> str:
@@ -147,6 +148,12 @@ class ParamFields(Viewer):
         self.error = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=[f"params-error-{side.lower()}"],
                                   margin=(0, 10))
         self.widgets: dict = {}
+        # every sampler's temperature and step-size schedule: most runs keep their defaults, and their three
+        # fields are a tenth of a page open's models. Shown on a click, or when set (by a link, say).
+        self.more = pn.widgets.Button(name="β and step-size schedule…", button_type="light", margin=(0, 10),
+                                      css_classes=[f"params-more-{side.lower()}"])
+        self.more.on_click(self._show_more)
+        self._more = False
         self._build()
         self.cfg.param.watch(self._build, [self.sampler_key])
         self.cfg.param.watch(self._follow, [self.params_key])
@@ -154,23 +161,33 @@ class ParamFields(Viewer):
     def _build(self, *_):
         name = getattr(self.cfg, self.sampler_key)
         spec = REGISTRY[name]
-        shown = shown_params(name, getattr(self.cfg, self.params_key))
+        overrides = getattr(self.cfg, self.params_key)
+        shown = shown_params(name, overrides)
         fields = {key: param.Selector(default=value, objects=list(spec.choices[key]), check_on_set=False)
                   if key in spec.choices else param.String(default=value) for key, value in shown.items()}
         self.values = param.parameterized_class("SamplerParameters", fields)()
-        self.widgets = {}
-        for key in shown:
-            if key in spec.choices:
-                w = pn.widgets.Select.from_param(self.values.param[key], name=key, sizing_mode="stretch_width",
-                                                 css_classes=[f"param-{key}"])
-            else:
-                w = pn.widgets.TextInput.from_param(self.values.param[key], name=key, sizing_mode="stretch_width",
-                                                    css_classes=[f"param-{self.side.lower()}-{key}"],
-                                                    **({"description": param_help(key)} if param_help(key) else {}))
-            self.widgets[key] = w
+        self._more = self._more or any(key in overrides for key in MORE)
+        self.widgets = {key: self._widget(key, spec) for key in shown if self._more or key not in MORE}
         self.values.param.watch(self._on_edit, list(shown))
         self.grid.objects = list(self.widgets.values())
+        self.more.visible = not self._more
         self.error.object = ""
+
+    def _widget(self, key, spec):
+        if key in spec.choices:
+            return pn.widgets.Select.from_param(self.values.param[key], name=key, sizing_mode="stretch_width",
+                                                css_classes=[f"param-{key}"])
+        return pn.widgets.TextInput.from_param(self.values.param[key], name=key, sizing_mode="stretch_width",
+                                               css_classes=[f"param-{self.side.lower()}-{key}"],
+                                               **({"description": param_help(key)} if param_help(key) else {}))
+
+    def _show_more(self, *_):
+        if not self._more:
+            self._more = True
+            spec = REGISTRY[getattr(self.cfg, self.sampler_key)]
+            self.widgets.update({key: self._widget(key, spec) for key in MORE if key in self.values.param})
+            self.grid.objects = list(self.widgets.values())
+            self.more.visible = False
 
     def _on_edit(self, *events):
         name = getattr(self.cfg, self.sampler_key)
@@ -193,11 +210,13 @@ class ParamFields(Viewer):
     def _follow(self, event):
         name = getattr(self.cfg, self.sampler_key)
         spec = REGISTRY[name]
+        if any(key in event.new for key in MORE):
+            self._show_more()
         self.values.param.update(**{key: value for key, value in shown_params(name, event.new).items()
                                     if key in self.widgets and (key not in spec.choices or value in spec.choices[key])})
 
     def __panel__(self):
-        return pn.Column(self.grid, self.error, sizing_mode="stretch_width")
+        return pn.Column(self.grid, self.more, self.error, sizing_mode="stretch_width")
 
 
 def describe_sampler(name: str) -> str:
@@ -322,8 +341,16 @@ class CompareControls(Viewer):
         self.pair = pn.widgets.Select(name="Preset pair", options=options, value="", sizing_mode="stretch_width",
                                       css_classes=["pair-select"])
         pn.bind(self._on_pair, self.pair, watch=True)
-        self.picker_b = SamplerPicker(lab, "B")
-        self.body = pn.Column(self.picker_b, visible=self.cfg.param.compare, sizing_mode="stretch_width")
+        # sampler B's picker is a tenth of the page's models: built when comparing first shows it
+        self.picker_b = None
+        self.body = pn.Column(visible=self.cfg.param.compare, sizing_mode="stretch_width")
+        self._show_b()
+        self.cfg.param.watch(self._show_b, "compare")
+
+    def _show_b(self, *_):
+        if self.picker_b is None and self.cfg.compare:
+            self.picker_b = SamplerPicker(self.lab, "B")
+            self.body.objects = [self.picker_b]
 
     def _on_pair(self, key):
         pair = self.pairs.get(key)

@@ -43,6 +43,8 @@ SUMMARY_CSS = """
 :host(.present) .ab-ratio { font-size: 20px; }
 """
 BUILDING_HTML = "<div class='lab-building' style='font-size:15px;color:#555'>building the run…</div>"
+KL_LATER_HTML = ("<div class='kl-later' style='font-size:12px;color:#555'>The KL to the exact density, step by "
+                 "step, is drawn here once the run steps.</div>")
 TEXT_EVERY_S = 0.5     # the metrics numbers refresh twice a second (see RunPlots.update)
 
 
@@ -245,12 +247,23 @@ class LabView(Viewer):
                                BUILDING_HTML if lab.building else "")
         self.plot_area.objects = [p.layout() for p in self.plots]
         self._fresh = True            # the next frame waits one round, for Panel to send the new figures
-        if self.kl is None or len(self.kl.sources) != len(self.plots):
-            self.kl = KLHistory(lab.runs, [p.title for p in self.plots]) if self.plots else None
-            self.kl_area.objects = [pn.pane.Bokeh(column(self.kl.fig, sizing_mode="stretch_width"),
-                                                  sizing_mode="stretch_width")] if self.kl else []
-        else:
+        if self.kl is not None and len(self.kl.sources) == len(self.plots):
             self.kl.reset([p.title for p in self.plots])
+        else:
+            self.kl = None
+            self.kl_area.objects = [pn.pane.HTML(KL_LATER_HTML, margin=(0, 10))] if self.plots else []
+
+    def _start_kl(self) -> bool:
+        """The KL history is empty until a run has stepped, and its figure is a seventh of a page open's models:
+        built at the first step. False in the call that builds it (its models reach the browser after it)."""
+        if self.kl is not None:
+            return True
+        if not self.plots or not any(run.t for run in self.lab.runs):
+            return False
+        self.kl = KLHistory(self.lab.runs, [p.title for p in self.plots])
+        self.kl_area.objects = [pn.pane.Bokeh(column(self.kl.fig, sizing_mode="stretch_width"),
+                                              sizing_mode="stretch_width")]
+        return False
 
     def _extra(self, side):
         if side.residual is None:
@@ -264,12 +277,13 @@ class LabView(Viewer):
         if text:
             self._text_at = now
         force_kl = force_kl or not self.lab.playing
-        score = text or force_kl or (self.kl is not None and self.kl.due())
+        kl = self._start_kl()
+        score = text or force_kl or (kl and self.kl.due())
         ms = [p.update(run, self._extra(side), text, score)
               for p, run, side in zip(self.plots, self.lab.runs, self.lab.sides)]
         if text:
             self.summary.object = summary_html(self.lab.sides, ms)
-        if self.kl is not None:
+        if kl:
             self.kl.update(ms, force_kl)
 
     # -- frame loop -------------------------------------------------------------------

@@ -25,19 +25,28 @@ import numpy as np
 import panel as pn
 from bokeh.layouts import column
 from bokeh.models import (
+    AllIndices,
     CDSView,
     ColumnDataSource,
     CustomJS,
     CustomJSTicker,
     GlyphRenderer,
+    Image,
     IndexFilter,
     Legend,
     LegendItem,
+    Line,
     LinearAxis,
+    LinearColorMapper,
+    MultiLine,
+    Quad,
     Range1d,
+    Scatter,
+    UnionRenderers,
 )
 from bokeh.palettes import Blues256, Category10_10
 from bokeh.plotting import figure
+from bokeh.plotting.contour import contour_data
 from bokeh.transform import linear_cmap
 
 from ..model.live_run import LiveRun
@@ -55,8 +64,8 @@ MARGINAL_HEIGHT = 170
 LIVE = "overlay"   # the level of renderers whose data change every frame (see the module docstring)
 # drawing the points is the costliest part of a frame in the browser: filled squares, no outline (an
 # outline doubles the canvas work per point, and software rendering fills squares faster than circles)
-ENSEMBLE_STYLE = dict(size=3, fill_color="#333333", fill_alpha=0.45, line_color=None, marker="square")
-HIGHLIGHT_STYLE = dict(size=9, line_color="black")
+ENSEMBLE_STYLE = dict(x="x", y="y", size=3, fill_color="#333333", fill_alpha=0.45, line_color=None, marker="square")
+HIGHLIGHT_STYLE = dict(x="x", y="y", size=9, line_color="black")
 def stand_in_source() -> ColumnDataSource:
     """The data of a view's legend stand-ins (see _legend): one NaN row, one source for all of them."""
     return ColumnDataSource({c: [math.nan] for c in ("x", "y", "left", "right", "top", "bottom")})
@@ -68,12 +77,20 @@ def _lighten(figs) -> None:
     * One ticker and one label policy for the linear axes (and their grids): both are stateless in BokehJS.
     * No explicit nonselection and muted glyphs (Bokeh's plotting API makes both for every renderer):
       nothing here selects or mutes, and "auto" draws the same if anything ever did.
+    * One AllIndices filter for the renderers' views and one selection policy for their sources: both are
+      stateless in BokehJS, and Bokeh makes one per renderer and per source.
     (Renderers of one source sharing one view lost the legend's scatter markers: BokehJS keeps a view per
     renderer.)"""
+    everything = AllIndices()
+    union = UnionRenderers()
     for f in figs:
         for r in f.renderers:
             if isinstance(r, GlyphRenderer):
                 r.nonselection_glyph = r.muted_glyph = "auto"
+                if type(r.view.filter) is AllIndices:
+                    r.view.filter = everything
+                if isinstance(r.data_source, ColumnDataSource):
+                    r.data_source.selection_policy = union
     axes = [a for f in figs for a in (*f.xaxis, *f.yaxis) if type(a) is LinearAxis]
     if not axes:
         return
@@ -84,6 +101,14 @@ def _lighten(figs) -> None:
                 grid.ticker = ticker
     for a in axes:
         a.ticker, a.major_label_policy = ticker, policy
+
+
+def _draw(fig, glyph, source, level="glyph", **kw) -> GlyphRenderer:
+    """A renderer of one glyph: Bokeh's plotting API makes three per renderer (the glyph and its nonselection
+    and muted copies, which nothing here shows), each a model the page open builds and serialises."""
+    r = GlyphRenderer(data_source=source, glyph=glyph, level=level, **kw)
+    fig.renderers.append(r)
+    return r
 
 
 def _fig(title, height, **kw):
@@ -98,14 +123,18 @@ def _density_image(p, axes, dens, contour=True):
     """The exact density as an image with a few contour lines (static)."""
     xs, ys = axes
     img = np.asarray(dens, float).T            # Bokeh images are [y, x]
-    p.image(image=[img], x=xs[0], y=ys[0], dw=xs[-1] - xs[0], dh=ys[-1] - ys[0],
-            palette=DENSITY_PALETTE, level="image", alpha=0.9)
+    image = Image(x=xs[0], y=ys[0], dw=xs[-1] - xs[0], dh=ys[-1] - ys[0], global_alpha=0.9,
+                  color_mapper=LinearColorMapper(palette=DENSITY_PALETTE))
+    _draw(p, image, ColumnDataSource(dict(image=[img])), "image")
     if contour and np.isfinite(img).all() and img.max() > 0:
         levels = img.max() * np.array([0.02, 0.1, 0.3, 0.6, 0.9])
         try:
-            p.contour(xs, ys, img, levels=levels, line_color="#08306b", line_alpha=0.5, line_width=1)
+            lines = contour_data(xs, ys, img, levels, want_fill=False).line_data
         except Exception:   # contourpy refuses degenerate grids; the image alone is enough
-            pass
+            return
+        # one multi-line (NaN breaks each level's pieces): Bokeh's contour renderer is 14 models, this 5
+        _draw(p, MultiLine(line_color="#08306b", line_alpha=0.5, line_width=1),
+              ColumnDataSource(dict(xs=list(lines.xs), ys=list(lines.ys))))
 
 
 def _browser_only(*ranges):
@@ -191,8 +220,8 @@ class RunPlots:
                 axes, dens = pot.grid(151)
                 _density_image(self.main, axes, dens)
             for k in range(K):
-                self.main.line(f"x{k}", f"y{k}", source=self.paths, color=PATH_COLORS[k % 6], line_width=1.5,
-                               alpha=0.9, level=LIVE)
+                _draw(self.main, Line(x=f"x{k}", y=f"y{k}", line_color=PATH_COLORS[k % 6], line_width=1.5,
+                                      line_alpha=0.9), self.paths, LIVE)
         elif self.has_momentum:
             M = float(side.sampler.params.get("M", 1.0) or 1.0)
             rbox = _r_box(side)
@@ -201,8 +230,8 @@ class RunPlots:
             axes, dens = phase_density(pot, rbox, M)
             _density_image(self.main, axes, dens)
             for k in range(K):
-                self.main.line(f"x{k}", f"r{k}", source=self.paths, color=PATH_COLORS[k % 6], line_width=1.5,
-                               level=LIVE)
+                _draw(self.main, Line(x=f"x{k}", y=f"r{k}", line_color=PATH_COLORS[k % 6], line_width=1.5),
+                      self.paths, LIVE)
         if self.main is not None:
             self._add_ensemble(K)
             self.main.name = f"main-{run.label}"
@@ -215,8 +244,8 @@ class RunPlots:
                               x_range=Range1d(0, TRACE_ROLLOVER + TRACE_AHEAD), x_axis_label="step", y_axis_label="θ")
             self.trace.name = f"trace-{run.label}"
             for k in range(K):
-                self.trace.line("t", f"x{k}", source=self.trace_paths, color=PATH_COLORS[k % 6], line_width=1.2,
-                                level=LIVE)
+                _draw(self.trace, Line(x="t", y=f"x{k}", line_color=PATH_COLORS[k % 6], line_width=1.2),
+                      self.trace_paths, LIVE)
             self.figures.append(self.trace)
 
         self.marginals, self.log_hist = [], None
@@ -240,13 +269,13 @@ class RunPlots:
     def _add_ensemble(self, K):
         """The ensemble's points and, on top, the highlighted chains: the first K rows of the same source."""
         main = self.main
-        ens = main.scatter("x", "y", source=self.ens, level=LIVE, **ENSEMBLE_STYLE)
-        highlighted = main.scatter("x", "y", source=self.ens, view=CDSView(filter=IndexFilter(list(range(K)))),
-                                   fill_color=linear_cmap("hid", PATH_COLORS[:K], -0.5, K - 0.5), level=LIVE,
-                                   **HIGHLIGHT_STYLE)
-        _legend(main, [("ensemble", ens, main.scatter("x", "y", source=self.blank, **ENSEMBLE_STYLE)),
+        ens = _draw(main, Scatter(**ENSEMBLE_STYLE), self.ens, LIVE)
+        colors = linear_cmap("hid", PATH_COLORS[:K], -0.5, K - 0.5)
+        highlighted = _draw(main, Scatter(fill_color=colors, **HIGHLIGHT_STYLE), self.ens, LIVE,
+                            view=CDSView(filter=IndexFilter(list(range(K)))))
+        _legend(main, [("ensemble", ens, _draw(main, Scatter(**ENSEMBLE_STYLE), self.blank)),
                        ("highlighted chains", highlighted,
-                        main.scatter("x", "y", source=self.blank, fill_color=PATH_COLORS[0], **HIGHLIGHT_STYLE))],
+                        _draw(main, Scatter(fill_color=PATH_COLORS[0], **HIGHLIGHT_STYLE), self.blank))],
                 "top_left", click_hide=True)
 
     def _add_marginal(self, run, i):
@@ -285,11 +314,12 @@ class RunPlots:
         """Bars of the samples' histogram and, over them, the exact curve (xs, ys) if known; both live
         (on the overlay level) so that the curve stays on top of the bars."""
         style = dict(fill_color=self.color, fill_alpha=0.45, line_color=self.color, line_alpha=0.6)
-        bars = fig.quad(bottom=0, level=LIVE, **columns, **style)
-        entries = [("samples", bars, fig.quad(left="left", right="right", top="top", bottom="bottom",
-                                              source=self.blank, **style))]
+        source = columns.pop("source")
+        bars = _draw(fig, Quad(bottom=0, **columns, **style), source, LIVE)
+        entries = [("samples", bars, _draw(fig, Quad(**style), self.blank))]
         if exact is not None:
-            entries.append(("exact", fig.line(*exact, color="black", line_width=2, level=LIVE), None))
+            line = Line(line_color="black", line_width=2)
+            entries.append(("exact", _draw(fig, line, ColumnDataSource(dict(x=exact[0], y=exact[1])), LIVE), None))
         _legend(fig, entries, location)
 
     def rebind(self, run: LiveRun, side) -> None:
@@ -489,9 +519,9 @@ class KLHistory:
         blank = stand_in_source()
         for run, label in zip(runs, labels):
             src = ColumnDataSource(dict(t=[], kl=[]), name=f"kl-{run.label}")
-            style = dict(color=RUN_COLORS.get(run.label, "#1f77b4"), line_width=2)
-            entries.append((label, self.fig.line("t", "kl", source=src, **style),
-                            self.fig.line("x", "y", source=blank, **style)))
+            style = dict(line_color=RUN_COLORS.get(run.label, "#1f77b4"), line_width=2)
+            entries.append((label, _draw(self.fig, Line(x="t", y="kl", **style), src),
+                            _draw(self.fig, Line(**style), blank)))
             self.sources.append(src)
         self.legend = _legend(self.fig, entries, "top_right")
         _lighten([self.fig])
