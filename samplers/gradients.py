@@ -80,31 +80,56 @@ class Minibatch:
 
     Each chain draws its own batch, with replacement, every call. B-hat is the batch's
     estimate of the covariance of the stochastic gradient, (N^2/n) Cov_i(grad l_i).
+
+    A data set whose per-example gradients would not fit, (chains, n, d) for d in the thousands (the matrix
+    factorisation), gives the batch's sum directly (`data.batch_grad`); it has no B-hat.
+
+    per="proposal": one batch per HMC/QNHMC proposal, drawn when the proposal starts (`start_proposal`) and
+    shared by its L + 1 gradients. The leapfrog then follows one sub-posterior U_S, whose map is reversible and
+    volume preserving for that S, so the Metropolis test with the exact U keeps the kernel exact; and
+    QNHMC's curvature pairs are differences of one function's gradients, which it can learn from
+    (`consistent_pairs`), unlike differences of two independent batches.
     """
     noisy = True
     scalar_bhat = False
+    PER = ("call", "proposal")
 
-    def __init__(self, potential: Potential, batch: int):
+    def __init__(self, potential: Potential, batch: int, per: str = "call"):
         data = potential.data
         if data is None:
             raise GradientError(f"potential '{potential.name}' has no data: minibatches need a data posterior")
         if not 1 <= int(batch) <= data.n:
             raise GradientError(f"batch size must be between 1 and N = {data.n}, got {batch}")
+        if per not in self.PER:
+            raise GradientError(f"per must be one of {', '.join(self.PER)}, got {per!r}")
         self.potential, self.data, self.batch = potential, data, int(batch)
+        self.consistent_pairs = per == "proposal"
         self._last = None
+        self._fixed = None
+
+    def start_proposal(self, chains: int, rng):
+        """A proposal begins: with per="proposal", draw the batch its gradients share."""
+        if self.consistent_pairs:
+            self._fixed = rng.integers(0, self.data.n, size=(chains, self.batch))
 
     def __call__(self, theta, rng, value=False):
         data, n = self.data, self.batch
-        idx = rng.integers(0, data.n, size=(theta.shape[0], n))
-        per = data.example_grads(theta, idx)
-        self._last = per
+        idx = self._fixed if self._fixed is not None else rng.integers(0, data.n, size=(theta.shape[0], n))
         scale = data.n / n
-        g = scale * per.sum(1) + data.prior_grad(theta)
+        if hasattr(data, "batch_grad"):
+            g = scale * data.batch_grad(theta, idx) + data.prior_grad(theta)
+        else:
+            per = data.example_grads(theta, idx)
+            self._last = per
+            g = scale * per.sum(1) + data.prior_grad(theta)
         u = scale * data.example_losses(theta, idx).sum(1) + data.prior_U(theta) if value else None
         return u, g
 
     def bhat(self, theta):
         """Per-chain covariance estimate from the last batch drawn: (chains, d, d)."""
+        if hasattr(self.data, "batch_grad"):
+            raise GradientError(f"'{self.potential.name}' has no B-hat estimate: a (d, d) covariance per chain "
+                                f"does not fit for d = {self.potential.dim}; set Bhat to a number")
         if self._last is None or self.batch < 2:
             return 0.0
         per = self._last - self._last.mean(1, keepdims=True)
@@ -112,7 +137,8 @@ class Minibatch:
         return cov * self.data.n ** 2 / self.batch
 
     def describe(self) -> str:
-        return f"minibatch of {self.batch} of N = {self.data.n}"
+        each = ", one batch per proposal" if self.consistent_pairs else ""
+        return f"minibatch of {self.batch} of N = {self.data.n}{each}"
 
 
 def make_oracle(potential: Potential, V=None, batch=None):

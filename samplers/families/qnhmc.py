@@ -16,8 +16,8 @@ which it is: it carries over from proposal to proposal, chain by chain, and the 
 the divergence guard and `run(..., keep_aux=True)` see it like any other auxiliary variable.
 
 Each proposal reports its acceptances and energy error in its StepInfo. The choices the paper
-leaves open (which pairs, B learnt only from exact gradients, B_CAP and restarts, the initial scale,
-SR1 rather than BFGS for a dense B) and the measurements behind them: docs/notes/qnhmc.md.
+leaves open (which pairs, B learnt only from exact or per-proposal minibatch gradients, B_CAP and restarts,
+the initial scale, SR1 rather than BFGS for a dense B) and the measurements behind them: docs/notes/qnhmc.md.
 """
 from __future__ import annotations
 
@@ -139,12 +139,16 @@ def current_B(s, z) -> np.ndarray:
 def _learns(s, t: int) -> bool:
     """Whether this proposal refreshes B.
 
-    Curvature pairs need exact gradients: a difference of two noisy gradients is mostly noise, and
-    BFGS fed noise shrinks B towards zero (the paper leaves stochastic gradients to future work).
+    Curvature pairs need the gradients of one function: a difference of two independently noisy gradients
+    is mostly noise, and BFGS fed noise shrinks B towards zero. Exact gradients qualify, and so does a
+    minibatch held for the whole proposal (`Minibatch(per="proposal")`): its pairs see the curvature of
+    one sub-posterior, an unbiased estimate of the full one.
     With `adapt` set, B learns during the first `adapt` proposals only, after which every chain
     runs a fixed kernel (Theorem 4's argument needs C independent of the chain's past).
     """
-    if not s.layout.has("curvature") or getattr(s.oracle, "noisy", False):
+    if not s.layout.has("curvature"):
+        return False
+    if getattr(s.oracle, "noisy", False) and not getattr(s.oracle, "consistent_pairs", False):
         return False
     adapt = s.params.get("adapt")
     return adapt is None or t - 1 < adapt   # t counts proposals from 1
@@ -292,7 +296,8 @@ QN_DOC = ("B is refreshed from the L (s, y) pairs of the leapfrog's consecutive 
           f"d = {AUTO_DENSE_MAX_DIM}, else m = {AUTO_MEMORY}. B0: auto = B starts at I and, before its first "
           "update, becomes (sᵀy / yᵀy)·I from that pair (Nocedal & Wright Eq. 6.20), the target's scale instead of "
           "the units'; a number b = B starts at b·I (1 with update = bfgs: Algorithm 2 as printed). B is learnt only "
-          "from exact gradients (a noisy oracle leaves B at its initial I or B0·I). adapt: B learns during the first "
+          "from exact gradients or a minibatch held for the whole proposal (another noisy oracle leaves B at its "
+          "initial I or B0·I). adapt: B learns during the first "
           f"adapt proposals (default {ADAPT}), after which every chain keeps a fixed C and samples the target exactly; "
           "none = learn for ever (Algorithm 2 as printed), which tracks the local curvature and biases a non-Gaussian "
           "target.")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from samplers.reproduce import chen, qnhmc_table, recipe_figures, scir_figures
+from samplers.reproduce import chen, qnhmc_models, qnhmc_table, recipe_figures, scir_figures
 from samplers.reproduce.base import ASSETS, Reproduction, format_table, write, write_docs
 
 REPRODUCTIONS: dict[str, Reproduction] = {r.name: r for r in (
@@ -16,6 +16,8 @@ REPRODUCTIONS: dict[str, Reproduction] = {r.name: r for r in (
     recipe_figures.fig2_right,
     chen.chen_fig1,
     qnhmc_table.qnhmc_table1,
+    qnhmc_models.qnhmc_logistic,
+    qnhmc_models.qnhmc_pmf,
     scir_figures.scir_fig1,
     scir_figures.scir_fig2,
 )}

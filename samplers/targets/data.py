@@ -1,7 +1,8 @@
-"""A data posterior with real minibatches: Bayesian logistic regression with two weights.
+"""A data posterior with real minibatches: Bayesian logistic regression (two weights here; any number of
+features through `logistic_potential`, which models.py uses for the digits and a user's CSV).
 
 U(w) = -sum_i log sigmoid(y_i x_i.w) + |w|^2 / (2 prior_var), y_i in {-1, +1}.
-The full-data U gives the exact density on a grid; the minibatch gradient in
+The full-data U gives the exact density on a grid (two weights); the minibatch gradient in
 `gradients.Minibatch` uses the per-example terms below.
 """
 from __future__ import annotations
@@ -16,16 +17,18 @@ from samplers.targets.potential import Potential
 
 @dataclass
 class LogisticData:
-    x: np.ndarray          # (N, 2)
+    x: np.ndarray          # (N, d)
     y: np.ndarray          # (N,) in {-1, +1}
     prior_var: float
+    x_test: np.ndarray | None = None   # a held-out split, where the data set has one (models.py)
+    y_test: np.ndarray | None = None
 
     @property
     def n(self) -> int:
         return len(self.y)
 
     def example_grads(self, w: np.ndarray, idx: np.ndarray) -> np.ndarray:
-        """Gradients of -log p(y_i | x_i, w) for examples idx (chains, b) at w (chains, 2): (chains, b, 2)."""
+        """Gradients of -log p(y_i | x_i, w) for examples idx (chains, b) at w (chains, d): (chains, b, d)."""
         xb, yb = self.x[idx], self.y[idx]
         m = yb * np.einsum("cbk,ck->cb", xb, w)
         return -(yb * expit(-m))[..., None] * xb
@@ -48,9 +51,9 @@ def make_logistic_data(n: int = 500, seed: int = 7, w_true=(1.0, -1.0), prior_va
     return LogisticData(x, y, prior_var)
 
 
-def logistic(n: int = 500, seed: int = 7) -> Potential:
-    data = make_logistic_data(n, seed)
-
+def logistic_potential(data: LogisticData, name: str, description: str, formula: str) -> Potential:
+    """The posterior of `data` as a Potential, started at its mode, with a box of +-6 posterior sd about the
+    mode on the first two weights (the plotted ones)."""
     def U(w):
         m = data.y[None, :] * (w @ data.x.T)
         return -log_expit(m).sum(1) + data.prior_U(w)
@@ -59,18 +62,22 @@ def logistic(n: int = 500, seed: int = 7) -> Potential:
         m = data.y[None, :] * (w @ data.x.T)
         return -(data.y[None, :] * expit(-m)) @ data.x + data.prior_grad(w)
 
-    # a box of +-6 posterior sd around the mode (found with a few Newton steps)
-    w = np.zeros((1, 2))
+    # the mode by a few Newton steps; the inverse Hessian there gives the box's scale
+    d = data.x.shape[1]
+    w = np.zeros((1, d))
     for _ in range(30):
         p = expit(data.x @ w[0])
-        hess = (data.x.T * (p * (1 - p))) @ data.x + np.eye(2) / data.prior_var
+        hess = (data.x.T * (p * (1 - p))) @ data.x + np.eye(d) / data.prior_var
         w = w - np.linalg.solve(hess, grad(w)[0])[None]
     sd = np.sqrt(np.diag(np.linalg.inv(hess)))
-    box = tuple((float(c - 6 * s), float(c + 6 * s)) for c, s in zip(w[0], sd))
-    return Potential(
-        "logistic", 2, U, grad, box,
-        description=f"Bayesian logistic regression, 2 weights, N = {n} synthetic points, prior N(0, 10 I); "
-                    "supports real minibatch gradients",
-        formula=r"U(w) = -\sum_{i=1}^N \log\sigma(y_i x_i^\top w) + \frac{|w|^2}{20}",
-        data=data, start=w[0].copy())
+    box = tuple((float(c - 6 * s), float(c + 6 * s)) for c, s in zip(w[0][:2], sd[:2]))
+    return Potential(name, d, U, grad, box, description=description, formula=formula, data=data,
+                     start=w[0].copy())
 
+
+def logistic(n: int = 500, seed: int = 7) -> Potential:
+    return logistic_potential(
+        make_logistic_data(n, seed), "logistic",
+        f"Bayesian logistic regression, 2 weights, N = {n} synthetic points, prior N(0, 10 I); "
+        "supports real minibatch gradients",
+        r"U(w) = -\sum_{i=1}^N \log\sigma(y_i x_i^\top w) + \frac{|w|^2}{20}")

@@ -1,5 +1,6 @@
-"""The named targets: closed-form presets, the data posterior and simplex targets, and the prefixes
-(`expr:`, `gamma:`, `dirichlet:`) that build a target from text. One explicit table each."""
+"""The named targets: closed-form presets, the data posteriors and simplex targets, and the prefixes
+(`expr:`, `gamma:`, `dirichlet:`, `logistic-csv:`, `pmf-csv:`) that build a target from text. One explicit
+table each."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -10,6 +11,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from samplers.targets.data import logistic
+from samplers.targets.models import csv_logistic, csv_pmf, digits_logistic, pmf
 from samplers.targets.potential import Array, Potential, PotentialError
 from samplers.targets.simplex import dense_dirichlet, simplex_prefix, sparse_dirichlet
 from samplers.targets.typed import typed_potential
@@ -164,6 +166,8 @@ PRESETS: dict[str, Callable[..., Potential]] = {
     "sparse-dirichlet": sparse_dirichlet,
     "dense-dirichlet": dense_dirichlet,
     "logistic": logistic,
+    "digits-logistic": digits_logistic,
+    "pmf": pmf,
 }
 
 
@@ -172,6 +176,8 @@ PREFIXES: dict[str, Callable[..., Potential]] = {
     "expr:": typed_potential,
     "gamma:": simplex_prefix("gamma"),
     "dirichlet:": simplex_prefix("dirichlet"),
+    "logistic-csv:": csv_logistic,     # a user's file: features..., label
+    "pmf-csv:": csv_pmf,               # a user's file: user,item,rating
 }
 
 
