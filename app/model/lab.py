@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import param
 
+from samplers.design import design_sampler
 from samplers.engine.edit import edited_recipe, matrix_cells
 from samplers.engine.stationarity import stationarity_residual
 from samplers.engine.symbols import RecipeError
@@ -33,6 +34,7 @@ from samplers.sampler import SamplerError
 from samplers.targets.potential import PotentialError
 
 from .config import LabConfig
+from .design import DESIGN, checked, current, key_of, uses_design
 from .live_run import LiveRun
 from .presets import MAX_RECIPE_DIM, TYPED, load_potential
 from .reasons import Block, BlockKind, Notice, NoticeKind
@@ -139,7 +141,18 @@ def snapshot(config: LabConfig) -> LabConfig:
 def typed_input(cfg: LabConfig) -> bool:
     """Does the configuration hold text a user typed for sympy (D, Q cells, or U)? Only such builds can
     be arbitrarily slow: registered samplers on preset targets are bounded by the chains' limit."""
-    return cfg.D is not None or cfg.Q is not None or cfg.potential.startswith(TYPED)
+    return (cfg.D is not None or cfg.Q is not None or cfg.potential.startswith(TYPED)
+            or (uses_design(cfg) and cfg.design is not None))
+
+
+def _design_side(cfg, label, pot) -> Side:
+    """The designed sampler: its parameters are the design's own (its `params`), the lab's noise and batch."""
+    data = current(cfg.design, pot.dim)
+    batch = cfg.batch if pot.data is not None else None
+    s = design_sampler(checked(data), pot, None if batch else cfg.V, batch)
+    recipe = s.recipe           # Γ derived and D, Q checked here: a DesignError names the cell
+    key = (pot.name, DESIGN, key_of(data), tuple(sorted(s.params.items(), key=str)), str(s.oracle.describe()))
+    return Side(label, s, recipe, recipe, key=key)
 
 
 def _side(cfg, label, name, params, pot, editable) -> Side:
@@ -174,8 +187,10 @@ def _sides(cfg, pot, edits: bool) -> list[Side]:
     built = []
     for label, name, params, editable in sides:
         try:
-            built.append(_side(cfg, label, name, params, pot, editable))
-        except RecipeError:
+            built.append(_design_side(cfg, label, pot) if name == DESIGN else
+                         _side(cfg, label, name, params, pot, editable))
+        except RecipeError as err:
+            err.design = name == DESIGN
             raise
         except USER_ERRORS as err:
             raise SamplerError(f"{name}: {err}") from err
@@ -195,6 +210,10 @@ def build(cfg: LabConfig, fallback: bool, have_runs: bool) -> Built:
     try:
         built = _sides(cfg, pot, edits=True)
     except RecipeError as err:
+        if getattr(err, "design", False):     # a design has no registered recipe to fall back to
+            key = getattr(err, "key", ())
+            return Built(Block(BlockKind.RECIPE, f"the design: {_one_line(err, 400)} — the run does not start "
+                                                 "until this is fixed", cells=err.cells or ((key,) if key else ())))
         recipe_block = Block(BlockKind.RECIPE, f"D and Q of {cfg.sampler}: {err} — the run does not start "
                                                "until this is fixed (or Revert D and Q)", cells=err.cells)
         if have_runs and not fallback:
@@ -256,9 +275,10 @@ class Budget:
 def refused_first_build(cfg: LabConfig, why: str) -> Built:
     """A link whose typed D and Q were refused for their cost opens, as one with invalid D and Q does, with
     the registered recipe's run, blocked until the cells change; a refused typed U has nothing to fall back to."""
-    block_kind = BlockKind.RECIPE if cfg.D is not None or cfg.Q is not None else BlockKind.POTENTIAL
+    design = uses_design(cfg) and cfg.design is not None
+    block_kind = BlockKind.RECIPE if cfg.D is not None or cfg.Q is not None or design else BlockKind.POTENTIAL
     block = Block(block_kind, f"{why} — the run does not start until this is changed")
-    if block_kind is BlockKind.POTENTIAL:
+    if block_kind is BlockKind.POTENTIAL or design:
         return Built(block)
     plain = snapshot(cfg)
     plain.param.update(D=None, Q=None)
@@ -315,7 +335,8 @@ def trial_build(cfg: LabConfig, fallback: bool, have_runs: bool, limit_s: float 
             proc.kill()
         proc.join(timeout=1)
         here.close()
-    what = "this D and Q" if cfg.D is not None or cfg.Q is not None else "this potential"
+    what = ("this design" if uses_design(cfg) and cfg.design is not None else
+            "this D and Q" if cfg.D is not None or cfg.Q is not None else "this potential")
     if kind == "ok":
         return None
     return {"time": f"{what} is too expensive to build: it took longer than {limit_s:g} s",
