@@ -26,6 +26,7 @@ from ..model.design import (
     current,
     dim_of,
     from_yaml,
+    key_of,
     params_text,
     preset,
     remove_aux,
@@ -97,13 +98,15 @@ class DesignEditor(Viewer):
         lab.param.watch(self._render, ["version", "blocks"])
         self.cfg.param.watch(self._render, ["design"])
         self.body = pn.Column(
-            pn.Row(self.preset, pn.Column(self.download, margin=(18, 0, 0, 0)),
-                   pn.Column(pn.pane.HTML("<span style='font-size:12px'>Upload a YAML design</span>", margin=(0, 5)),
-                             self.upload), sizing_mode="stretch_width", styles={"flex-wrap": "wrap"}),
+            pn.FlexBox(self.preset, pn.Column(self.download, margin=(18, 0, 0, 0)),
+                       pn.Column(pn.pane.HTML("<span style='font-size:12px'>Upload a YAML design</span>",
+                                              margin=(0, 5)), self.upload),
+                       flex_wrap="wrap", sizing_mode="stretch_width"),
             self.upload_status, self.badge, self.error,
             pn.pane.HTML("<b>State</b> <span style='font-size:12px;color:#444'>θ is the target's; the auxiliary "
                          "variables follow it in z</span>", margin=(4, 10)),
-            self.aux_rows, pn.Row(self.new_aux, self.add), self.aux_error,
+            self.aux_rows, pn.FlexBox(self.new_aux, self.add, flex_wrap="wrap", sizing_mode="stretch_width"),
+            self.aux_error,
             self.kinetic, self.params, self.params_error, self.note, self.matrices, self.extra,
             *self.math.layout(), sizing_mode="stretch_width", css_classes=["design-editor"])
         self._render()
@@ -146,8 +149,12 @@ class DesignEditor(Viewer):
         blocked = bool(bad) or (block is not None and block.kind is BlockKind.RECIPE)
         self.error.object = (f"<div style='color:#b00020;font-weight:600'>{html.escape(block.message)}</div>"
                              if blocked else "")
-        if side is None or blocked:
-            self.badge.object = "<i>building the design…</i>" if self.lab.building and not blocked else ""
+        # the side on screen may be an earlier design's while this one builds (or was refused): not its verdict
+        fresh = side is not None and side.key is not None and side.key[2] == key_of(data)
+        if not fresh or blocked:
+            self.badge.object = ("" if blocked else "<i style='font-size:13px'>building the design…</i>"
+                                 if self.lab.building else "<i style='font-size:13px'>not built: see the message "
+                                                           "above the plots</i>")
             self.math.clear()
             return
         self.badge.object = residual_badge(side.residual)

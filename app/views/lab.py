@@ -217,10 +217,7 @@ class LabView(Viewer):
         designing = uses_design(self.cfg)
         if designing and self.designer is None:
             self.designer = DesignEditor(self.lab)
-            self.editor_column.append(self.designer)
-        self.editor.visible = not designing
-        if self.designer is not None:
-            self.designer.visible = designing
+        self.editor_column.objects = [self.designer if designing else self.editor]
 
     def _map_side(self, lab):
         """The residual map shows the design while a side runs it."""
