@@ -1,0 +1,23 @@
+"""The lab in a notebook: after `pn.extension()`, `design_lab(...)` as a cell's last line shows the lab on a
+design (its editor open), optionally beside a named sampler, as the web app does."""
+from __future__ import annotations
+
+from samplers.design import Design, load_design
+
+from ..model.config import LabConfig
+from ..model.design import DESIGN, as_data
+from ..model.lab import Lab
+from .lab import LabView
+
+
+def design_lab(design, potential: str = "double-well", compare: str | None = None, chains: int = 1000,
+               **config) -> LabView:
+    """The lab running `design` (a dict as a design file holds, YAML text, a shipped design's name, a path, or a
+    Design) on `potential`, beside the named sampler `compare` if given; other LabConfig settings as keywords
+    (V, seed, speed, burn). Built at once, in this process: a notebook has no other sessions to keep playing."""
+    data = as_data(design if isinstance(design, Design) else load_design(design))
+    cfg = LabConfig(potential=potential, sampler=DESIGN, design=data, chains=chains,
+                    compare=compare is not None, **({"sampler_b": compare} if compare else {}), **config)
+    view = LabView(Lab(cfg), recipe_open=True)
+    view._build_recipe_now()
+    return view
