@@ -170,3 +170,13 @@ def test_the_editor_escapes_what_users_typed_and_names_upload_errors_by_line(edi
     assert lab.config.design["description"].startswith("<img") and "<img" not in ed.extra.object
     assert "&lt;img" in ed.extra.object
     assert np.isclose(lab.sides[0].residual, 0, atol=RESIDUAL_OK)
+
+
+def test_on_a_target_of_many_dimensions_the_editor_says_so_instead_of_a_grid(editor):
+    lab, ed = editor
+    lab.config.param.update(potential="gaussian-100d", sampler="sgld")     # built: the lab's target is 100-D
+    lab.config.param.update(compare=True, sampler_b=dm.DESIGN)            # the empty design there would be 100x100
+    assert "at most 6 variables" in lab.blocks["config"].message
+    assert not ed.cells["D"] and "at most 6 variables" in ed.note.object
+    ed.preset.value = "sgnht"          # a preset brings a target it fits
+    assert lab.config.potential == "double-well" and not lab.blocks and len(ed.cells["D"]) == 3

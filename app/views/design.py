@@ -22,6 +22,7 @@ from samplers.design import DesignError, example_names
 from ..model.design import (
     DESIGN,
     EMPTY,
+    MAX_STATE,
     add_aux,
     current,
     dim_of,
@@ -119,6 +120,14 @@ class DesignEditor(Viewer):
 
     def _render(self, *_):
         data = self.data
+        if len(data["D"]) > MAX_STATE:      # the empty design on a 10-D target: no grid of a hundred cells
+            self._shape = None
+            self.matrices.objects, self.aux_rows.objects, self.cells, self.aux_inputs = [], [], {"D": [], "Q": []}, []
+            self.note.object = (f"<i>A design's state has at most {MAX_STATE} variables: choose a target of "
+                                "dimension 1 or 2, or a preset.</i>")
+            self.badge.object = self.error.object = ""
+            self.math.clear()
+            return
         names = state_names(data)
         if (tuple(names), len(data["D"])) != self._shape:
             self._shape = (tuple(names), len(data["D"]))
