@@ -6,8 +6,8 @@ exception escaping to the server.
 
 On a server the lab is one session among many on one event loop, so two things are bounded:
 - building (sympy derivations, lambdify, a target's normalisation, a data posterior's residual)
-  runs on a worker thread, and a build from typed D, Q or U first runs in a forked process with a
-  time and memory limit (`trial_build`): sympy cannot be interrupted, a process can be killed;
+  runs on a worker thread, and a build from typed D, Q or U, or of a design (design.py), first runs in a
+  forked process with a time and memory limit (`trial_build`): sympy cannot be interrupted, a process can be killed;
 - a frame costs at most FRAME_BUDGET_S of a core (`Budget`): the speed is lowered to what fits,
   and a run whose single step does not fit is refused.
 """
@@ -274,7 +274,8 @@ class Budget:
 
 def refused_first_build(cfg: LabConfig, why: str) -> Built:
     """A link whose typed D and Q were refused for their cost opens, as one with invalid D and Q does, with
-    the registered recipe's run, blocked until the cells change; a refused typed U has nothing to fall back to."""
+    the registered recipe's run, blocked until the cells change; a refused typed U or design has nothing to fall
+    back to."""
     design = uses_design(cfg) and cfg.design is not None
     block_kind = BlockKind.RECIPE if cfg.D is not None or cfg.Q is not None or design else BlockKind.POTENTIAL
     block = Block(block_kind, f"{why} — the run does not start until this is changed")
