@@ -8,14 +8,22 @@
 3. A design that would take longer to differentiate than the lab's limit is refused within 5 s, with its
    message, while another session's run goes on playing: that session's frames are counted meanwhile.
 
-    python -m benchmarks.design [--seconds 5]
+With --server the same through `panel serve app` and Bokeh-protocol sessions (as a browser's): the design's
+own session opened from its link with play=1 (its updates/s at 1000 chains), and a probe session (banana,
+SGHMC, 1000 chains) while another opens the slow design's link (the probe's updates/s, and when the refusal's
+message reached that page).
+
+    python -m benchmarks.design [--seconds 5] [--server]
 
 (from the repository root, as a module)
 """
 from __future__ import annotations
 
 import argparse
+import asyncio
 import time
+from types import SimpleNamespace
+from urllib.parse import urlencode
 
 from app.model import design as dm
 from app.model import lab as lab_module
@@ -115,13 +123,77 @@ def refusal(player: Lab, seconds: float) -> None:
     print(f"the other session meanwhile: {fps:.1f} updates/s, median frame {cost:.1f} ms")
 
 
+def link(design: dict, **extra) -> str:
+    return urlencode({"pot": "banana", "s": dm.DESIGN, "n": 1000, "design": dm.to_json(design), **extra})
+
+
+async def sessions(server, seconds: float) -> None:
+    from benchmarks.hostile_links import LinkClient, TimedClient
+
+    class TimedLink(LinkClient, TimedClient):
+        """A session from a link, its frames timed."""
+
+    loop = asyncio.get_running_loop()
+
+    def rate(times, t0, t1):
+        return len([t for t in times if t0 <= t <= t1]) / (t1 - t0)
+
+    stop = asyncio.Event()
+    own = await loop.run_in_executor(None, TimedLink, server, link(msgnht_6(), play=1))
+    task = asyncio.create_task(own.run(stop))
+    await asyncio.sleep(3.0)            # built and playing
+    t0 = time.monotonic()
+    await asyncio.sleep(seconds)
+    print(f"served: the 6-variable design's own session at 1000 chains: {rate(own.times, t0, time.monotonic()):.1f} "
+          "updates/s (target >= 15)")
+    stop.set()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    await asyncio.sleep(7.0)            # its session is discarded (AppServer's unused-session lifetime: 5 s)
+
+    stop = asyncio.Event()
+    probe = await loop.run_in_executor(None, TimedClient, server,
+                                       SimpleNamespace(potential="banana", sampler="sghmc", chains=1000, speed=5))
+    probe_task = asyncio.create_task(probe.run(stop))
+    await asyncio.sleep(3.0)
+    t0 = time.monotonic()
+    slow = await loop.run_in_executor(None, LinkClient, server, link(slow_6()))
+    slow_task = asyncio.create_task(slow.run(stop))
+    await asyncio.sleep(max(seconds, 6.0))
+    t1 = time.monotonic()
+    times = [t0] + [t for t in probe.times if t0 <= t <= t1] + [t1]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    worst = max(range(len(gaps)), key=gaps.__getitem__)
+    said = f"{slow.alert_s:.2f} s after its page was requested" if slow.alert_s is not None else "never"
+    print(f"served: slow design's link: its refusal reached the page {said} (target <= 5 s); the probe meanwhile "
+          f"{rate(probe.times, t0, t1):.1f} updates/s, longest gap {gaps[worst]:.2f} s, {times[worst] - t0:.2f} s "
+          "after the link was requested (a page open is built in one piece on the loop: docs/notes/serving.md)")
+    stop.set()
+    for t in (probe_task, slow_task):
+        t.cancel()
+    await asyncio.gather(probe_task, slow_task, return_exceptions=True)
+
+
+def served(seconds: float) -> None:
+    from tests.app_browser_support import AppServer
+    server = AppServer().wait()
+    try:
+        asyncio.run(sessions(server, seconds))
+    finally:
+        server.stop()
+    print(f"server log: {len(server.server_errors())} tracebacks")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--server", action="store_true", help="also through panel serve and protocol sessions")
     args = ap.parse_args()
     derive()
     player = run_rate(args.seconds)
     refusal(player, args.seconds)
+    if args.server:
+        served(args.seconds)
 
 
 if __name__ == "__main__":
