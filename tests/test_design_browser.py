@@ -97,20 +97,30 @@ def test_a_user_builds_sgnht_from_an_empty_design_runs_it_and_shares_the_link(pa
     assert not p.errors + p2.errors, p.errors + p2.errors
 
 
-def test_a_bad_cell_shows_its_message_naming_the_cell(pages):
+def test_a_bad_cell_shows_its_message_naming_the_cell_after_a_rename_and_a_removal(pages):
     p = pages("?pot=double-well&s=design&design=" + quote(json.dumps(
         {"aux": ["r"], "kinetic": "r**2/2", "D": [["0", "0"], ["0", "1"]], "Q": [["0", "-1"], ["1", "0"]]})))
     page = p.page
     wait_text(page.locator(".design-residual").first, "stationary: a recipe", timeout=60)
+    add_variable(page, "s", 2)                      # added and removed again: the state as it was
+    cell(page, "Q", 2, 2).wait_for()
+    page.locator(".aux-remove-1 button").first.click()
+    cell(page, "Q", 2, 2).wait_for(state="detached")
+    fill(page, ".aux-name-0", "p")                  # renamed: in K and the cells too
+    page.wait_for_function("() => window.location.search.includes('p**2') || "
+                           "decodeURIComponent(window.location.search).includes('p**2')")
+    assert page.locator(".design-kinetic input").first.input_value() == "p**2/2"
     type_cell(page, "D", 1, 1, "-1")
-    wait_text(page.locator(".design-error").first, r"D\[r,r\] = -1")
+    wait_text(page.locator(".design-error").first, r"D\[p,p\] = -1")
     page.locator(".design-cell-D-1-1.cell-bad").first.wait_for()
     assert play_button(page).is_disabled()
-    type_cell(page, "Q", 0, 1, "r +")
-    wait_text(page.locator(".design-error").first, r"Q\[theta,r\]: expression is incomplete")
+    type_cell(page, "Q", 0, 1, "p +")
+    wait_text(page.locator(".design-error").first, r"Q\[theta,p\]: expression is incomplete")
     page.locator(".design-cell-Q-0-1.cell-bad").first.wait_for()
     p.shot("design-bad-cell")
-    assert "design=" in page.url and "r+%2B" not in page.url      # the invalid design never reaches the URL
+    # the invalid design never reaches the URL: it keeps the last one that built (renamed)
+    shared = json.loads(parse_qs(urlparse(page.url).query)["design"][0])
+    assert shared["aux"] == ["p"] and shared["D"][1][1] == "1" and shared["Q"][0][1] == "-1", shared
     assert not p.errors, p.errors
 
 
