@@ -1,6 +1,10 @@
-"""The lab in a notebook: after `pn.extension()`, `design_lab(...)` as a cell's last line shows the lab on a
-design (its editor open), optionally beside a named sampler, as the web app does."""
+"""The lab in a notebook: after `pn.extension("katex")`, `design_lab(...)` as a cell's last line shows the lab on
+a design (its editor open), optionally beside a named sampler, as the web app does. Its runs play on a server's
+frame loop: `design_lab(...).show()` (or `pn.serve`, `.servable()`) opens it live in a browser tab."""
 from __future__ import annotations
+
+import panel as pn
+from panel.viewable import Viewer
 
 from samplers.design import Design, load_design
 
@@ -10,8 +14,22 @@ from ..model.lab import Lab
 from .lab import LabView
 
 
+class DesignLab(Viewer):
+    """A LabView that binds its frame loop to the page it is served on (the app does that for its own pages)."""
+
+    def __init__(self, view: LabView, **params):
+        super().__init__(**params)
+        self.view = view
+
+    def __panel__(self):
+        doc = pn.state.curdoc
+        if doc is not None and doc.session_context is not None:
+            self.view.attach(doc)
+        return self.view
+
+
 def design_lab(design, potential: str = "double-well", compare: str | None = None, chains: int = 1000,
-               **config) -> LabView:
+               **config) -> DesignLab:
     """The lab running `design` (a dict as a design file holds, YAML text, a shipped design's name, a path, or a
     Design) on `potential`, beside the named sampler `compare` if given; other LabConfig settings as keywords
     (V, seed, speed, burn). Built at once, in this process: a notebook has no other sessions to keep playing."""
@@ -20,4 +38,4 @@ def design_lab(design, potential: str = "double-well", compare: str | None = Non
                     compare=compare is not None, **({"sampler_b": compare} if compare else {}), **config)
     view = LabView(Lab(cfg), recipe_open=True)
     view._build_recipe_now()
-    return view
+    return DesignLab(view)
