@@ -140,3 +140,25 @@ def test_the_design_editor_fits_a_laptop_a_phone_and_150_percent_zoom(pages, nam
     ARTIFACTS.mkdir(exist_ok=True)
     page.locator(".design-editor").first.screenshot(path=str(ARTIFACTS / f"{name}.png"))
     assert not p.errors, p.errors
+
+
+def test_the_notebooks_design_lab_served_alone_plays(browser, tmp_path):
+    """design_lab(...).show() / .servable(): the view binds its own frame loop to the page it is served on."""
+    from app_browser_support import AppServer
+    app = tmp_path / "nblab"
+    app.mkdir()
+    (app / "main.py").write_text("from app.views.notebook import design_lab\n"
+                                 "design_lab('sgnht', 'double-well', compare='sgnht', chains=300).servable()\n")
+    server = AppServer(app=str(app)).wait()
+    try:
+        p = Page(browser, server)
+        page = p.open()
+        wait_text(page.locator(".design-residual").first, "stationary: a recipe", timeout=60)
+        play_button(page).click()
+        wait_for_step(page, 100, timeout=60)
+        assert wait_for_step(page, 100, run="b", timeout=30) >= 100
+        assert not p.errors, p.errors
+        p.page.close()
+    finally:
+        server.stop()
+    assert not server.server_errors(), server.server_errors()

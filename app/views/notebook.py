@@ -11,11 +11,14 @@ from samplers.design import Design, load_design
 from ..model.config import LabConfig
 from ..model.design import DESIGN, as_data
 from ..model.lab import Lab
+from .frame_loop import quiet_closed_sockets
 from .lab import LabView
+from .page import quiet_late_messages
 
 
 class DesignLab(Viewer):
-    """A LabView that binds its frame loop to the page it is served on (the app does that for its own pages)."""
+    """A LabView that binds its frame loop to the page it is served on, as app/main.py does for the app's pages
+    (with the same filters for a closed page's last messages, and the runs dropped with the session)."""
 
     def __init__(self, view: LabView, **params):
         super().__init__(**params)
@@ -24,7 +27,10 @@ class DesignLab(Viewer):
     def __panel__(self):
         doc = pn.state.curdoc
         if doc is not None and doc.session_context is not None:
+            quiet_closed_sockets()
+            quiet_late_messages()
             self.view.attach(doc)
+            pn.state.on_session_destroyed(lambda context: self.view.stop())
         return self.view
 
 
