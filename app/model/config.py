@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import param
 
+from .design import DESIGN
 from .presets import samplers
 
 
 class LabConfig(param.Parameterized):
     """What a shared link reproduces (potential, samplers and their parameters, the edited D and Q,
-    gradient noise, chains, seed, speed). Sampler parameters are kept as typed (strings), exactly
+    gradient noise, chains, seed, speed, the designed sampler). Sampler parameters are kept as typed (strings), exactly
     as `registry.coerce_params` accepts them, so they round-trip through the URL."""
 
     potential = param.String(default="banana", doc="a preset name or 'expr:<U(x[, y])>'")
@@ -29,9 +30,12 @@ class LabConfig(param.Parameterized):
     naive = param.Boolean(default=None, allow_None=True,
                           doc="drop Γ (or the friction) from sampler A's recipe; None: as registered")
     log_view = param.Boolean(default=False, doc="log-scale marginals (sparse Dirichlet)")
+    design = param.Dict(default=None, allow_None=True,
+                        doc="the sampler designed in the lab (`DESIGN` as sampler A or B), as design-file data "
+                            "(app/model/design.py); None: the empty design at the target's dimension")
 
     def __init__(self, **params):
-        names = samplers()
+        names = samplers() + [DESIGN]
         self.param.sampler.objects = names
         self.param.sampler_b.objects = names
         super().__init__(**params)

@@ -6,8 +6,8 @@ exception escaping to the server.
 
 On a server the lab is one session among many on one event loop, so two things are bounded:
 - building (sympy derivations, lambdify, a target's normalisation, a data posterior's residual)
-  runs on a worker thread, and a build from typed D, Q or U first runs in a forked process with a
-  time and memory limit (`trial_build`): sympy cannot be interrupted, a process can be killed;
+  runs on a worker thread, and a build from typed D, Q or U, or of a design (design.py), first runs in a
+  forked process with a time and memory limit (`trial_build`): sympy cannot be interrupted, a process can be killed;
 - a frame costs at most FRAME_BUDGET_S of a core (`Budget`): the speed is lowered to what fits,
   and a run whose single step does not fit is refused.
 """
@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import param
 
+from samplers.design import design_sampler
 from samplers.engine.edit import edited_recipe, matrix_cells
 from samplers.engine.stationarity import stationarity_residual
 from samplers.engine.symbols import RecipeError
@@ -33,6 +34,7 @@ from samplers.sampler import SamplerError
 from samplers.targets.potential import PotentialError
 
 from .config import LabConfig
+from .design import DESIGN, checked, current, key_of, uses_design
 from .live_run import LiveRun
 from .presets import MAX_RECIPE_DIM, TYPED, load_potential
 from .reasons import Block, BlockKind, Notice, NoticeKind
@@ -139,7 +141,18 @@ def snapshot(config: LabConfig) -> LabConfig:
 def typed_input(cfg: LabConfig) -> bool:
     """Does the configuration hold text a user typed for sympy (D, Q cells, or U)? Only such builds can
     be arbitrarily slow: registered samplers on preset targets are bounded by the chains' limit."""
-    return cfg.D is not None or cfg.Q is not None or cfg.potential.startswith(TYPED)
+    return (cfg.D is not None or cfg.Q is not None or cfg.potential.startswith(TYPED)
+            or (uses_design(cfg) and cfg.design is not None))
+
+
+def _design_side(cfg, label, pot) -> Side:
+    """The designed sampler: its parameters are the design's own (its `params`), the lab's noise and batch."""
+    data = current(cfg.design, pot.dim)
+    batch = cfg.batch if pot.data is not None else None
+    s = design_sampler(checked(data), pot, None if batch else cfg.V, batch)
+    recipe = s.recipe           # Γ derived and D, Q checked here: a DesignError names the cell
+    key = (pot.name, DESIGN, key_of(data), tuple(sorted(s.params.items(), key=str)), str(s.oracle.describe()))
+    return Side(label, s, recipe, recipe, key=key)
 
 
 _RECIPES: dict = {}      # (target, sampler, parameters, gradients) -> the recipe, shared by the sessions
@@ -191,8 +204,10 @@ def _sides(cfg, pot, edits: bool) -> list[Side]:
     built = []
     for label, name, params, editable in sides:
         try:
-            built.append(_side(cfg, label, name, params, pot, editable))
-        except RecipeError:
+            built.append(_design_side(cfg, label, pot) if name == DESIGN else
+                         _side(cfg, label, name, params, pot, editable))
+        except RecipeError as err:
+            err.design = name == DESIGN
             raise
         except USER_ERRORS as err:
             raise SamplerError(f"{name}: {err}") from err
@@ -212,6 +227,10 @@ def build(cfg: LabConfig, fallback: bool, have_runs: bool) -> Built:
     try:
         built = _sides(cfg, pot, edits=True)
     except RecipeError as err:
+        if getattr(err, "design", False):     # a design has no registered recipe to fall back to
+            key = getattr(err, "key", ())
+            return Built(Block(BlockKind.RECIPE, f"the design: {_one_line(err, 400)} — the run does not start "
+                                                 "until this is fixed", cells=err.cells or ((key,) if key else ())))
         recipe_block = Block(BlockKind.RECIPE, f"D and Q of {cfg.sampler}: {err} — the run does not start "
                                                "until this is fixed (or Revert D and Q)", cells=err.cells)
         if have_runs and not fallback:
@@ -272,10 +291,12 @@ class Budget:
 
 def refused_first_build(cfg: LabConfig, why: str) -> Built:
     """A link whose typed D and Q were refused for their cost opens, as one with invalid D and Q does, with
-    the registered recipe's run, blocked until the cells change; a refused typed U has nothing to fall back to."""
-    block_kind = BlockKind.RECIPE if cfg.D is not None or cfg.Q is not None else BlockKind.POTENTIAL
+    the registered recipe's run, blocked until the cells change; a refused typed U or design has nothing to fall
+    back to."""
+    design = uses_design(cfg) and cfg.design is not None
+    block_kind = BlockKind.RECIPE if cfg.D is not None or cfg.Q is not None or design else BlockKind.POTENTIAL
     block = Block(block_kind, f"{why} — the run does not start until this is changed")
-    if block_kind is BlockKind.POTENTIAL:
+    if block_kind is BlockKind.POTENTIAL or design:
         return Built(block)
     plain = snapshot(cfg)
     plain.param.update(D=None, Q=None)
@@ -332,7 +353,8 @@ def trial_build(cfg: LabConfig, fallback: bool, have_runs: bool, limit_s: float 
             proc.kill()
         proc.join(timeout=1)
         here.close()
-    what = "this D and Q" if cfg.D is not None or cfg.Q is not None else "this potential"
+    what = ("this design" if uses_design(cfg) and cfg.design is not None else
+            "this D and Q" if cfg.D is not None or cfg.Q is not None else "this potential")
     if kind == "ok":
         return None
     return {"time": f"{what} is too expensive to build: it took longer than {limit_s:g} s",

@@ -1,7 +1,8 @@
 """The configuration as a URL query, and back: a pasted link reproduces the run, seed included.
 
 Keys are short and stable: pot, s, a.<param>, cmp, sb, b.<param>, V, batch, n, seed, speed,
-burn, D, Q (JSON lists of cell strings), naive, log. Navigation adds tab, lesson, play, present and
+burn, D, Q (JSON lists of cell strings), naive, log, design (the designed sampler as JSON, written while a
+side runs it). Navigation adds tab, lesson, play, present and
 recipe (the recipe editor open).
 Nothing from a URL is evaluated: values are parsed as numbers, names are checked against the
 registry, and cells go through the library's whitelist parser like typed ones.
@@ -16,6 +17,7 @@ from urllib.parse import parse_qsl, urlencode
 from samplers.registry import REGISTRY, sampler_names
 
 from .config import LabConfig
+from .design import DESIGN, from_json, to_json, uses_design
 from .presets import known_potential, validate_params
 
 SIMPLE = {"potential": "pot", "sampler": "s", "compare": "cmp", "sampler_b": "sb", "V": "V", "batch": "batch",
@@ -58,6 +60,8 @@ def to_query(cfg) -> dict[str, str]:
         cells = getattr(cfg, name)
         if cells is not None:
             q[name] = json.dumps(cells, separators=(",", ":"))
+    if cfg.design is not None and uses_design(cfg):
+        q["design"] = to_json(cfg.design)
     return q
 
 
@@ -137,7 +141,7 @@ def from_query(query: dict[str, str]) -> tuple[dict, list[str]]:
                 name = names[key]
                 value = parsers[name](text.strip()) if name not in ("potential",) else text.strip()
                 p = LabConfig.param[name]
-                if name in ("sampler", "sampler_b") and value not in REGISTRY:
+                if name in ("sampler", "sampler_b") and value not in REGISTRY and value != DESIGN:
                     raise ValueError("unknown sampler")
                 if name == "potential" and not known_potential(value):
                     raise ValueError("unknown potential")
@@ -148,6 +152,8 @@ def from_query(query: dict[str, str]) -> tuple[dict, list[str]]:
                 upd[name] = value
             elif key in ("D", "Q"):
                 upd[key] = _cells(text)
+            elif key == "design":
+                upd[key] = from_json(text)
             elif key.startswith("a.") or key.startswith("b."):
                 (params_a if key[0] == "a" else params_b)[key[2:]] = text.strip()
             elif key not in NAV_KEYS:

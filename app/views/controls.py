@@ -16,6 +16,7 @@ from panel.viewable import Viewer
 
 from samplers.registry import REGISTRY
 
+from ..model.design import DESIGN
 from ..model.lab import FRAME_BUDGET_S, Lab
 from ..model.presets import (
     TYPED,
@@ -160,6 +161,11 @@ class ParamFields(Viewer):
 
     def _build(self, *_):
         name = getattr(self.cfg, self.sampler_key)
+        if name == DESIGN:        # its step size and constants are the design's own, set in its editor
+            self.widgets, self.grid.objects = {}, []
+            self.error.object = ("<div style='font-size:12px;color:#444'>The design's step size and constants are "
+                                 "set in the design editor (the card below the plots).</div>")
+            return
         spec = REGISTRY[name]
         overrides = getattr(self.cfg, self.params_key)
         shown = shown_params(name, overrides)
@@ -191,6 +197,8 @@ class ParamFields(Viewer):
 
     def _on_edit(self, *events):
         name = getattr(self.cfg, self.sampler_key)
+        if name == DESIGN:
+            return
         defaults = default_params(name)
         overrides = {}
         for key in defaults:
@@ -209,6 +217,8 @@ class ParamFields(Viewer):
 
     def _follow(self, event):
         name = getattr(self.cfg, self.sampler_key)
+        if name == DESIGN:
+            return
         spec = REGISTRY[name]
         if any(key in event.new for key in MORE):
             self._show_more()
@@ -220,6 +230,9 @@ class ParamFields(Viewer):
 
 
 def describe_sampler(name: str) -> str:
+    if name == DESIGN:
+        return ("<div style='font-size:12px;color:#444'>A sampler you write as (H, D, Q): its state, K, D and Q "
+                "are typed in the design editor below the plots.</div>")
     spec = REGISTRY[name]
     return (f"<details style='font-size:12px;color:#444'><summary>{html.escape(spec.source)}</summary>"
             f"{html.escape(spec.doc)}</details>")
@@ -233,6 +246,7 @@ class SamplerPicker(Viewer):
         self.lab, self.cfg, self.side = lab, lab.config, side
         self.key = "sampler" if side == "A" else "sampler_b"
         options = {sampler_label(n): n for n in samplers()}
+        options["Your design (H, D, Q)"] = DESIGN
         self.select = pn.widgets.Select(name="Sampler" if side == "A" else "Sampler B", options=options,
                                         value=getattr(self.cfg, self.key), sizing_mode="stretch_width",
                                         css_classes=[f"sampler-select-{side.lower()}"])

@@ -14,11 +14,13 @@ from bokeh.layouts import column
 from panel.io.state import set_curdoc
 from panel.viewable import Viewer
 
+from ..model.design import DESIGN, uses_design
 from ..model.exports import csv_tables, file_name, npz_arrays, write_csv, write_npz
 from ..model.lab import RESIDUAL_OK, Lab
 from ..model.reasons import Notice, NoticeKind
 from ..model.urlstate import to_query
 from .controls import CompareControls, PotentialPicker, RunControls, SamplerPicker
+from .design import DesignEditor, design_side
 from .frame_loop import FrameLoop
 from .ladder import LadderView
 from .plots import RUN_COLORS, KLHistory, RunPlots, _fmt
@@ -109,7 +111,8 @@ class LabView(Viewer):
         self.lab = lab = lab or Lab()
         self.compact = compact
         # a link with edited D or Q opens on its recipe: the edit is what it shows
-        self._recipe_open = recipe_open or lab.config.D is not None or lab.config.Q is not None
+        self._recipe_open = (recipe_open or lab.config.D is not None or lab.config.Q is not None
+                             or uses_design(lab.config))
         self.cfg = lab.config
         self._text_at = 0.0
         self._fresh = False
@@ -142,13 +145,16 @@ class LabView(Viewer):
         """The controls, downloads and recipe editor around the plots (the full lab page)."""
         lab = self.lab
         button = dict(button_type="primary", sizing_mode="stretch_width")
+        self.design_button = pn.widgets.Button(name="✎ Design your own sampler (H, D, Q)", button_type="light",
+                                               sizing_mode="stretch_width", css_classes=["design-button"])
+        self.design_button.on_click(self._open_design)
         self.csv = pn.widgets.FileDownload(callback=self._csv, filename="samples.csv", label="Samples (CSV)",
                                            css_classes=["csv-download"], **button)
         self.npz = pn.widgets.FileDownload(callback=self._npz, filename="samples.npz", label="Samples (NPZ)",
                                            css_classes=["npz-download"], **button)
         self.controls = pn.Column(
             pn.pane.HTML("<b>Target</b>", margin=(5, 10)), PotentialPicker(lab),
-            pn.pane.HTML("<b>Sampler</b>", margin=(5, 10)), SamplerPicker(lab, "A"),
+            pn.pane.HTML("<b>Sampler</b>", margin=(5, 10)), SamplerPicker(lab, "A"), self.design_button,
             pn.pane.HTML("<b>Run</b>", margin=(5, 10)), RunControls(lab),
             CompareControls(lab),
             pn.pane.HTML("<b>Export</b> <span style='font-size:12px;color:#555'>(every chain's states since "
@@ -171,11 +177,11 @@ class LabView(Viewer):
         self.main.append(self.ladder_card)
         self.editor = self.residual_map = None
         self._recipe_waits = False
-        self.recipe_card = pn.Card(title="Recipe (H, D, Q) of sampler A — edit D and Q, switch to the naive "
-                                         "form, and see where the dynamics break stationarity",
-                                   sizing_mode="stretch_width", collapsed=not self._recipe_open,
-                                   css_classes=["recipe-card"])
+        self.designer = None
+        self.recipe_card = pn.Card(title=self._card_title(), sizing_mode="stretch_width",
+                                   collapsed=not self._recipe_open, css_classes=["recipe-card"])
         self.recipe_card.param.watch(self._open_recipe, "collapsed")
+        self.cfg.param.watch(self._on_mode, ["sampler", "sampler_b", "compare"])
         self.main.append(self.recipe_card)
 
     def _open_ladder(self, event) -> None:
@@ -191,8 +197,38 @@ class LabView(Viewer):
         if not event.new:
             self.loop.with_lock(self._build_recipe)
 
+    def _card_title(self) -> str:
+        if uses_design(self.cfg):
+            return ("Design your own sampler: the state, K, D and Q, with Γ, the SDE, the update and where the "
+                    "dynamics break stationarity")
+        return ("Recipe (H, D, Q) of sampler A — edit D and Q, switch to the naive form, and see where the "
+                "dynamics break stationarity")
+
+    def _open_design(self, _event) -> None:
+        if not uses_design(self.cfg):
+            self.cfg.param.update(sampler=DESIGN, params={}, D=None, Q=None, naive=None)
+        self.recipe_card.collapsed = False
+
+    def _on_mode(self, *_) -> None:
+        """The card holds the design editor while a side runs the design, else sampler A's D/Q editor."""
+        self.recipe_card.title = self._card_title()
+        if self.editor is not None:
+            self._show_editor()
+
+    def _show_editor(self) -> None:
+        designing = uses_design(self.cfg)
+        if designing and self.designer is None:
+            self.designer = DesignEditor(self.lab)
+        self.editor_column.objects = [self.designer if designing else self.editor]
+
+    def _map_side(self, lab):
+        """The residual map shows the design while a side runs it."""
+        return design_side(lab) if uses_design(self.cfg) else (lab.sides[0] if lab.sides else None)
+
     def _build_recipe(self) -> None:
-        if not self.recipe_open or self.editor is not None or not self.lab.runs or self._recipe_waits:
+        # a design that fails has no run to show, and its editor is where it is fixed
+        idle = not self.lab.runs and not uses_design(self.cfg)
+        if not self.recipe_open or self.editor is not None or idle or self._recipe_waits:
             return
         doc = self.loop.doc
         if doc is not None and doc.session_context is not None:
@@ -206,13 +242,15 @@ class LabView(Viewer):
 
     def _build_recipe_now(self) -> None:
         self._recipe_waits = False
-        if self.editor is not None or not self.lab.runs:
+        if self.editor is not None or (not self.lab.runs and not uses_design(self.cfg)):
             return
         self.editor = RecipeEditor(self.lab)
-        self.residual_map = ResidualMapView(self.lab, schedule=self.loop.with_lock)
-        self.recipe_card.objects = [pn.FlexBox(
-            pn.Column(self.editor, sizing_mode="stretch_width", styles={"flex": "1 1 480px", "min-width": "0"}),
-            self.residual_map, flex_wrap="wrap", sizing_mode="stretch_width")]
+        self.residual_map = ResidualMapView(self.lab, schedule=self.loop.with_lock, pick=self._map_side)
+        self.editor_column = pn.Column(self.editor, sizing_mode="stretch_width",
+                                       styles={"flex": "1 1 480px", "min-width": "0"})
+        self._show_editor()
+        self.recipe_card.objects = [pn.FlexBox(self.editor_column, self.residual_map, flex_wrap="wrap",
+                                               sizing_mode="stretch_width")]
 
     def present(self, on: bool) -> None:
         """Presentation mode: controls folded away, the summary in large type."""

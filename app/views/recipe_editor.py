@@ -67,6 +67,67 @@ def residual_badge(value) -> str:
             f"font-size:12px'>FP residual {value:.1e} — {word}</span>")
 
 
+def matrix_grid(which, cells, names, on_cell, prefix: str = "cell"):
+    """D or Q as a grid of cell inputs, headed by the state's names: (its layout, its inputs by row);
+    on_cell(which, i, j, text) hears each edit. Each input has the class f"{prefix}-{which}-{i}-{j}"."""
+    n = len(names)
+    widths = column_widths(cells, {1: 160, 2: 100, 3: 90, 4: 80}.get(n, 72))
+    widgets = []
+    header = [pn.pane.HTML("", width=44, margin=(0, 2))] + [
+        pn.pane.HTML(f"<div style='text-align:center;font-size:12px'>{html.escape(v)}</div>",
+                     width=w, margin=(0, 2))
+        for v, w in zip(names, widths)]
+    rows = [pn.Row(*header, margin=0)]
+    for i in range(n):
+        row_w = []
+        for j in range(n):
+            w = CellInput(value=str(cells[i][j]), width=widths[j], margin=(1, 2),
+                          css_classes=[f"{prefix}-{which}-{i}-{j}", "recipe-cell"], stylesheets=[BAD_CELL_CSS])
+            pn.bind(partial(on_cell, which, i, j), w, watch=True)
+            row_w.append(w)
+        widgets.append(row_w)
+        name = pn.pane.HTML(f"<div style='font-size:12px;padding-top:6px'>{html.escape(names[i])}</div>",
+                            width=44, margin=(0, 2))
+        rows.append(pn.Row(name, *row_w, margin=0))
+    label = "D (symmetric, positive semidefinite)" if which == "D" else "Q (skew-symmetric)"
+    # wide matrices scroll inside their box instead of widening the page on a phone
+    grid = pn.Column(pn.pane.HTML(f"<b>{label}</b>", margin=(4, 4)), *rows, margin=(0, 10),
+                     sizing_mode="stretch_width", styles={"overflow-x": "auto", "min-width": "0",
+                                                          "max-width": "100%"})
+    # basis = the cells' own width, so Q goes under D when the two do not fit side by side
+    natural = 44 + sum(w + 4 for w in widths) + 24
+    return pn.Column(grid, sizing_mode="stretch_width", styles={"flex": f"1 1 {natural}px", "min-width": "0"}), widgets
+
+
+class MathPanes:
+    """H, Γ, the SDE and the update rule of a recipe, as math with their headings."""
+
+    def __init__(self):
+        self.panes = {k: pn.pane.LaTeX("", renderer="katex", sizing_mode="stretch_width",
+                                       styles={"overflow-x": "auto", "font-size": "0.95em"}, margin=(0, 10))
+                      for k in ("H", "Gamma", "sde", "update")}
+
+    def __getitem__(self, key):
+        return self.panes[key]
+
+    def layout(self) -> list:
+        return [self.panes["H"],
+                pn.pane.HTML("<b>Γ, recomputed from D and Q</b>", margin=(4, 10)), self.panes["Gamma"],
+                pn.pane.HTML("<b>The SDE</b>", margin=(4, 10)), self.panes["sde"],
+                pn.pane.HTML("<b>The update rule (Eq. 9)</b>", margin=(4, 10)), self.panes["update"]]
+
+    def show(self, recipe) -> None:
+        m = recipe.matrices_latex()
+        self.panes["H"].object = times_before_numbers(f"$z = {m['z']}^\\top,\\quad H(z) = {m['H']}$")
+        self.panes["Gamma"].object = times_before_numbers(f"$\\Gamma(z) = {m['Gamma']}^\\top$")
+        self.panes["sde"].object = times_before_numbers("$" + recipe.latex_sde() + "$")
+        self.panes["update"].object = times_before_numbers("$" + recipe.latex_update() + "$")
+
+    def clear(self) -> None:
+        for pane in self.panes.values():
+            pane.object = ""
+
+
 class RecipeEditor(Viewer):
     def __init__(self, lab: Lab, **params):
         super().__init__(**params)
@@ -81,9 +142,7 @@ class RecipeEditor(Viewer):
         self.revert.on_click(lambda e: self.cfg.param.update(D=None, Q=None, naive=None))
         self.D_grid = pn.GridBox(ncols=1)
         self.Q_grid = pn.GridBox(ncols=1)
-        self.math = {k: pn.pane.LaTeX("", renderer="katex", sizing_mode="stretch_width",
-                                      styles={"overflow-x": "auto", "font-size": "0.95em"}, margin=(0, 10))
-                     for k in ("H", "Gamma", "sde", "update")}
+        self.math = MathPanes()
         self.cells = {"D": [], "Q": []}
         self._shape_key = None
         pn.bind(self._on_naive, self.naive, watch=True)
@@ -93,34 +152,8 @@ class RecipeEditor(Viewer):
 
     # -- building ---------------------------------------------------------------------
     def _make_grid(self, which, cells, names):
-        n = len(names)
-        widths = column_widths(cells, {1: 160, 2: 100, 3: 90, 4: 80}.get(n, 72))
-        widgets = []
-        header = [pn.pane.HTML("", width=44, margin=(0, 2))] + [
-            pn.pane.HTML(f"<div style='text-align:center;font-size:12px'>{html.escape(v)}</div>",
-                         width=w, margin=(0, 2))
-            for v, w in zip(names, widths)]
-        rows = [pn.Row(*header, margin=0)]
-        for i in range(n):
-            row_w = []
-            for j in range(n):
-                w = CellInput(value=cells[i][j], width=widths[j], margin=(1, 2),
-                              css_classes=[f"cell-{which}-{i}-{j}", "recipe-cell"], stylesheets=[BAD_CELL_CSS])
-                pn.bind(partial(self._on_cell, which, i, j), w, watch=True)
-                row_w.append(w)
-            widgets.append(row_w)
-            name = pn.pane.HTML(f"<div style='font-size:12px;padding-top:6px'>{html.escape(names[i])}</div>",
-                                width=44, margin=(0, 2))
-            rows.append(pn.Row(name, *row_w, margin=0))
-        self.cells[which] = widgets
-        label = "D (symmetric, positive semidefinite)" if which == "D" else "Q (skew-symmetric)"
-        # wide matrices scroll inside their box instead of widening the page on a phone
-        grid = pn.Column(pn.pane.HTML(f"<b>{label}</b>", margin=(4, 4)), *rows, margin=(0, 10),
-                         sizing_mode="stretch_width", styles={"overflow-x": "auto", "min-width": "0",
-                                                              "max-width": "100%"})
-        # basis = the cells' own width, so Q goes under D when the two do not fit side by side
-        natural = 44 + sum(w + 4 for w in widths) + 24
-        return pn.Column(grid, sizing_mode="stretch_width", styles={"flex": f"1 1 {natural}px", "min-width": "0"})
+        grid, self.cells[which] = matrix_grid(which, cells, names, self._on_cell)
+        return grid
 
     def _current_cells(self, side, which):
         """The cells the configuration says (its own edit, else the registered matrix)."""
@@ -132,7 +165,8 @@ class RecipeEditor(Viewer):
     def _side(self):
         """Sampler A's side when it has an editable recipe, else None."""
         side = self.lab.sides[0] if self.lab.sides else None
-        return side if side is not None and side.base_recipe is not None else None
+        designed = side is not None and side.sampler.spec.family == "design"    # the design editor's
+        return side if side is not None and side.base_recipe is not None and not designed else None
 
     def _render(self, *_):
         lab = self.lab
@@ -142,6 +176,8 @@ class RecipeEditor(Viewer):
         if side is None:
             if not lab.sides:
                 reason = "no sampler is built yet (see the message above the plots)"
+            elif lab.sides[0].sampler.spec.family == "design":
+                reason = "sampler A is the design: it is edited in the design editor"
             elif lab.sides[0].sampler.spec.recipe is None:
                 reason = "this sampler is not a recipe sampler"
             elif lab.sides[0].recipe is not None:
@@ -169,10 +205,7 @@ class RecipeEditor(Viewer):
                 pn.Row(self.naive, self.naive_label, self.revert),
                 self.badge, self.error, self.note,
                 pn.FlexBox(D, Q, flex_wrap="wrap", sizing_mode="stretch_width"),
-                self.math["H"],
-                pn.pane.HTML("<b>Γ, recomputed from D and Q</b>", margin=(4, 10)), self.math["Gamma"],
-                pn.pane.HTML("<b>The SDE</b>", margin=(4, 10)), self.math["sde"],
-                pn.pane.HTML("<b>The update rule (Eq. 9)</b>", margin=(4, 10)), self.math["update"],
+                *self.math.layout(),
             ]
         else:
             for which in ("D", "Q"):
@@ -187,11 +220,7 @@ class RecipeEditor(Viewer):
                     if marked != ((which, i, j) in bad):
                         w.css_classes = [c for c in w.css_classes if c != "cell-bad"] + (["cell-bad"] if not marked
                                                                                          else [])
-        m = side.recipe.matrices_latex()
-        self.math["H"].object = times_before_numbers(f"$z = {m['z']}^\\top,\\quad H(z) = {m['H']}$")
-        self.math["Gamma"].object = times_before_numbers(f"$\\Gamma(z) = {m['Gamma']}^\\top$")
-        self.math["sde"].object = times_before_numbers("$" + side.recipe.latex_sde() + "$")
-        self.math["update"].object = times_before_numbers("$" + side.recipe.latex_update() + "$")
+        self.math.show(side.recipe)
         # while D/Q are invalid the last valid recipe's badge would mislead: hide it
         self.badge.object = "" if recipe_block else residual_badge(side.residual)
         self.error.object = (f"<div style='color:#b00020;font-weight:600'>{html.escape(recipe_block.message)}</div>"

@@ -58,12 +58,15 @@ def streamlines(axes, jx, jy, seeds: int = 14, steps: int = 40) -> tuple[list, l
 
 
 class ResidualMapView(Viewer):
-    """The map for sampler A, redrawn when the lab is rebuilt (an edit of D or Q, the naive switch)."""
+    """The map for sampler A (or the side `pick` names), redrawn when the lab is rebuilt (an edit of D or Q,
+    the naive switch)."""
 
-    def __init__(self, lab: Lab, schedule=None, **params):
-        """`schedule(fn)` runs fn where it may touch Bokeh models (the lab's frame loop's `with_lock`)."""
+    def __init__(self, lab: Lab, schedule=None, pick=None, **params):
+        """`schedule(fn)` runs fn where it may touch Bokeh models (the lab's frame loop's `with_lock`);
+        `pick(lab)` is the side to map (default: sampler A's)."""
         super().__init__(**params)
         self.lab = lab
+        self.pick = pick or (lambda lab: lab.sides[0] if lab.sides else None)
         self.fig = _fig("∂ₜp at p = e^(−H)", 300, x_axis_label="θ", y_axis_label="r")
         self.fig.name = "residual-map"
         self.mapper = LinearColorMapper(palette=PALETTE, low=-1, high=1)
@@ -84,7 +87,7 @@ class ResidualMapView(Viewer):
         self.redraw_residual_map()
 
     def redraw_residual_map(self) -> None:
-        side = self.lab.sides[0] if self.lab.sides else None
+        side = self.pick(self.lab)
         if side is None or side.recipe is None or self.lab.potential is None:
             self.pane.visible = False
             if self.lab.building:
