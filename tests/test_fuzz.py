@@ -307,8 +307,9 @@ def test_diagnose_arbitrary_bytes(data):
         _check_cli(*_diagnose(path))
 
 
-DIMS = {spec: get_potential(spec).dim for spec in [*PRESETS, "dirichlet:1,2", "dirichlet:5,1,1",
-                                                   "expr:x^4-2*x^2", "expr:(x^2+y^2)/2+x*y/3"]}
+# up to 100 variables: hypothesis draws each value of a file (pmf's 2500 would be 150 000 of them)
+DIMS = {spec: dim for spec in [*PRESETS, "dirichlet:1,2", "dirichlet:5,1,1", "expr:x^4-2*x^2",
+                               "expr:(x^2+y^2)/2+x*y/3"] if (dim := get_potential(spec).dim) <= 100}
 ODD = st.lists(st.sampled_from(["\x1b", "[2J", "\x07", "]0;", "\u202e", "\n", "\r", "\x9b", "a", "é"]),
                max_size=12).map("".join)
 
