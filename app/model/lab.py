@@ -47,6 +47,12 @@ BUILD_MEMORY = 1 << 30         # ... or that needs more than this much more memo
 # one worker: builds share cached samplers, recipes and potentials (lazily filled), so two at once could race;
 # each session has at most one build waiting (a superseded one is dropped), so a queue stays short
 _BUILDS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lab-build")
+# A page's first build, for a configuration this process has built faster than INLINE_S before (a class
+# opening one link): done in place, so that its figures come with the page instead of following it in a
+# second round of models (a sixth of a page open's server CPU). Everything else builds on the worker.
+INLINE_S = 0.05
+_QUICK: dict[tuple, None] = {}
+MAX_QUICK = 1024
 RESIDUAL_OK = 1e-4             # below this the (H, D, Q) counts as stationary (Residual.ok's default)
 _RESIDUAL_CACHE: dict = {}
 USER_ERRORS = (PotentialError, SamplerError, RecipeError, GradientError, ValueError, TypeError,
@@ -136,6 +142,10 @@ class Built:
 def snapshot(config: LabConfig) -> LabConfig:
     """A copy of the configuration a worker can read while the user goes on editing the original."""
     return LabConfig(**{k: v for k, v in config.param.values().items() if k != "name"})
+
+
+def config_key(cfg: LabConfig) -> tuple:
+    return tuple(sorted((k, repr(v)) for k, v in cfg.param.values().items() if k not in ("name", "speed")))
 
 
 def typed_input(cfg: LabConfig) -> bool:
@@ -448,7 +458,7 @@ class Lab(param.Parameterized):
         With a `schedule`, on a worker: the old runs keep playing until the new ones are ready."""
         self.notice = None
         self._build_id += 1
-        if self.schedule is None:
+        if self.schedule is None or (not self.runs and config_key(self.config) in _QUICK):
             self._apply(build(self.config, fallback, bool(self.runs)))
             return
         self.building = True
@@ -482,7 +492,12 @@ class Lab(param.Parameterized):
         try:
             why = trial_build(cfg, fallback, have_runs) if typed_input(cfg) else None
             if why is None:
+                start = time.perf_counter()
                 out = build(cfg, fallback, have_runs)
+                if time.perf_counter() - start < INLINE_S and not typed_input(cfg):
+                    _QUICK[config_key(cfg)] = None
+                    if len(_QUICK) > MAX_QUICK:
+                        _QUICK.pop(next(iter(_QUICK)), None)
             elif have_runs:
                 out = Built(notice=Notice(NoticeKind.REFUSED, f"{why}; the run on screen is the previous one."))
             else:
