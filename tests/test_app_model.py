@@ -524,6 +524,30 @@ def test_beta_and_the_schedule_travel_in_the_url_and_are_checked():
         assert any(f"'{key}'" in e and word in e for e in errors), (key, errors)
 
 
+def test_a_typed_santa_g1_travels_in_the_url_is_a_typed_build_and_a_text_field():
+    """Santa's G1 = expr:... from a link (checked by the parser, errors naming G1), built as typed input (in the
+    forked trial, like a typed U), and edited in a text field that says the choices."""
+    from app.model.lab import typed_input
+    from app.views.controls import ParamFields
+    upd, errors = from_query(parse_search("?pot=double-well&s=santa&a.G1=expr:1/(1%2Bx^2)"))
+    assert not errors and upd["params"] == {"G1": "expr:1/(1+x^2)"}
+    assert typed_input(LabConfig(**upd)) and not typed_input(LabConfig(potential="double-well", sampler="santa"))
+    _, errors = from_query(parse_search("?pot=double-well&s=santa&a.G1=expr:1/(1%2Bx^"))
+    assert any("'a.G1'" in e and "G1: invalid expression" in e for e in errors), errors
+    lab = lab_for(chains=50, **upd)
+    assert not lab.blocks and lab.runs[0].sampler["G1"] == "expr:1/(1+x^2)"
+    lab.play()
+    assert lab.frame(3)
+    fields = ParamFields(lab)
+    assert fields.widgets["G1"].value == "expr:1/(1+x^2)" and "expr:" in fields.widgets["G1"].description
+    fields.widgets["G1"].value = "expr:-x"              # parses; its sign is found when it is built
+    assert fields.error.object == "" and any("G1 must be positive" in b.message for b in lab.blocks.values())
+    fields.widgets["G1"].value = "expr:1/(1+x^"
+    assert "G1: invalid expression" in fields.error.object
+    fields.widgets["G1"].value = "identity"
+    assert lab.config.params["G1"] == "identity"
+
+
 def test_each_side_is_scored_against_its_own_tempered_law():
     lab = lab_for(potential="gaussian", sampler="sgld", params={"beta": "0.5"}, compare=True, sampler_b="sgld",
                   chains=200)

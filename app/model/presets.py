@@ -59,8 +59,12 @@ def default_params(sampler: str) -> dict:
     return dict(REGISTRY[sampler].defaults) if sampler in REGISTRY else {}
 
 
-def param_help(key: str) -> str | None:
-    """A field's tooltip for the parameters every sampler shares (beta and the step-size schedule)."""
+def param_help(key: str, spec=None) -> str | None:
+    """A field's tooltip for the parameters every sampler shares (beta and the step-size schedule), and for a
+    choice that may be typed (`spec.typed`: Santa's G1)."""
+    if spec is not None and key in spec.typed:
+        return (f"{key}: one of {', '.join(spec.choices[key])}, or typed as {TYPED}<a positive function of x "
+                f"(1-D) or x, y (2-D)>, e.g. {TYPED}1/(1+x^2)")
     if key in SCHEDULE_HELP:
         return f"{key}: {SCHEDULE_HELP[key]} (eps_t = eps (1 + t/eps_b)^-eps_c)" if key != "beta" else \
             f"beta: {SCHEDULE_HELP[key]}; theta is sampled from exp(-beta U)"

@@ -155,18 +155,21 @@ class ParamFields(Viewer):
         name = getattr(self.cfg, self.sampler_key)
         spec = REGISTRY[name]
         shown = shown_params(name, getattr(self.cfg, self.params_key))
+        # a choice that may also be typed (Santa's G1 = expr:...) is a text field, its choices in the tooltip
+        picked = {key for key in shown if key in spec.choices and key not in spec.typed}
         fields = {key: param.Selector(default=value, objects=list(spec.choices[key]), check_on_set=False)
-                  if key in spec.choices else param.String(default=value) for key, value in shown.items()}
+                  if key in picked else param.String(default=value) for key, value in shown.items()}
         self.values = param.parameterized_class("SamplerParameters", fields)()
         self.widgets = {}
         for key in shown:
-            if key in spec.choices:
+            if key in picked:
                 w = pn.widgets.Select.from_param(self.values.param[key], name=key, sizing_mode="stretch_width",
                                                  css_classes=[f"param-{key}"])
             else:
+                tip = param_help(key, spec)
                 w = pn.widgets.TextInput.from_param(self.values.param[key], name=key, sizing_mode="stretch_width",
                                                     css_classes=[f"param-{self.side.lower()}-{key}"],
-                                                    **({"description": param_help(key)} if param_help(key) else {}))
+                                                    **({"description": tip} if tip else {}))
             self.widgets[key] = w
         self.values.param.watch(self._on_edit, list(shown))
         self.grid.objects = list(self.widgets.values())
@@ -194,7 +197,8 @@ class ParamFields(Viewer):
         name = getattr(self.cfg, self.sampler_key)
         spec = REGISTRY[name]
         self.values.param.update(**{key: value for key, value in shown_params(name, event.new).items()
-                                    if key in self.widgets and (key not in spec.choices or value in spec.choices[key])})
+                                    if key in self.widgets and (key not in spec.choices or key in spec.typed
+                                                                or value in spec.choices[key])})
 
     def __panel__(self):
         return pn.Column(self.grid, self.error, sizing_mode="stretch_width")
