@@ -588,10 +588,24 @@ def test_every_preset_pair_builds_and_steps_unblocked():
     for pair in compare_pairs():
         cfg = LabConfig(chains=50)
         cfg.param.update(compare=True, sampler=pair.a, sampler_b=pair.b, log_view=pair.log_view, batch=pair.batch,
+                         params=dict(pair.params), params_b=dict(pair.params_b),
                          **({"potential": pair.potential} if pair.potential else {}))
         lab = Lab(cfg)
         assert not lab.blocks and lab.notice is None, (pair.key, lab.blocks, lab.notice)
         assert lab.step(5), pair.key
+        upd, errors = from_query(parse_search("?" + pair.query()))     # its link sets the same
+        assert not errors and all(upd.get(k) == getattr(cfg, k) for k in upd), (pair.key, errors, upd)
+
+
+def test_the_simplex_and_santa_presets_pair_what_the_issue_asks():
+    pairs = {(p.a, p.b): p for p in compare_pairs()}
+    simplex = pairs[("sgrhmc-simplex-naive", "sgrhmc-simplex")]
+    assert simplex.potential == "sparse-dirichlet" and simplex.batch and simplex.params["integrator"] == "splitting"
+    santa = pairs[("santa", "sghmc")]
+    assert santa.potential == "tilted-double-well" and float(santa.params["anneal_c"]) > 0
+    assert ("santa-naive", "santa") in pairs
+    new = {"santa", "santa-naive", "sgld-simplex", "sghmc-simplex", "sgrhmc-simplex", "sgrhmc-simplex-naive"}
+    assert new <= set(sampler_names())
 
 
 def test_a_frame_bins_its_steps_at_once_as_step_by_step_would():

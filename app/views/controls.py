@@ -333,7 +333,8 @@ class CompareControls(Viewer):
         pair = self.pairs.get(key)
         if pair is None:
             return
-        upd = dict(compare=True, sampler=pair.a, sampler_b=pair.b, params={}, params_b={}, D=None, Q=None,
+        upd = dict(compare=True, sampler=pair.a, sampler_b=pair.b, params=dict(pair.params),
+                   params_b=dict(pair.params_b), D=None, Q=None,
                    naive=None, log_view=pair.log_view, batch=pair.batch)
         if pair.potential:
             upd["potential"] = pair.potential
