@@ -63,6 +63,8 @@ class SamplerSpec:
     corrected: str | None = None      # for a naive sampler: its corrected sibling
     family: str = "langevin"
     choices: dict = field(default_factory=dict)  # param -> allowed values (for strings)
+    # param -> check(text) -> value, for a choice that may also be typed as an expression, "expr:<text>"
+    typed: dict = field(default_factory=dict)
     exact: bool = False               # exact-in-law samplers (HMC with Metropolis, SCIR): no recipe step
     temperable: bool | None = None    # whether beta != 1 has a meaning; None: every family but "simplex"
 
@@ -82,6 +84,8 @@ class SamplerSpec:
         """The parameter the schedule scales: eps, or h for samplers that step by a time h (SCIR)."""
         return "eps" if "eps" in self.defaults or "h" not in self.defaults else "h"
 
+
+TYPED = "expr:"   # the prefix of a typed expression, as for a typed potential (`--potential 'expr:...'`)
 
 # beta: the inverse temperature, target exp(-beta H); eps_b, eps_c: the schedule eps_t = eps (1 + t/eps_b)^-eps_c,
 # constant with eps_c = 0 (the default)
@@ -105,8 +109,12 @@ def coerce_params(spec: SamplerSpec, params: dict) -> dict:
                                f"(its parameters: {', '.join(spec.defaults) or 'none'})")
         default = spec.defaults[key]
         if key in spec.choices:
+            if key in spec.typed and isinstance(value, str) and value.strip().startswith(TYPED):
+                out[key] = spec.typed[key](value)
+                continue
             if value not in spec.choices[key]:
-                raise SamplerError(f"{key} must be one of {', '.join(spec.choices[key])}, got '{value}'")
+                also = f" or {TYPED}<a function of x, y>" if key in spec.typed else ""
+                raise SamplerError(f"{key} must be one of {', '.join(spec.choices[key])}{also}, got '{value}'")
             out[key] = value
             continue
         if value is None or (isinstance(value, str) and value.lower() in ("none", "auto", "")):

@@ -279,6 +279,35 @@ def test_compare_preset_pair_sghmc_on_banana(lab):
     assert not p.errors, p.errors
 
 
+ISSUE_13_PAIRS = {"sgrhmc-simplex-naive:sgrhmc-simplex": "lab-pair-sgrhmc-simplex",
+                  "santa-annealed:sghmc": "lab-pair-annealed-santa", "santa-naive:santa": "lab-pair-santa"}
+
+
+@pytest.mark.parametrize("key", sorted(ISSUE_13_PAIRS))
+def test_the_simplex_and_santa_preset_links_play(lab, key):
+    """Each preset pair of issue 13 from its link: both runs step, their metrics update, nothing is blocked or
+    logged as an error, and the pair is offered in the picker."""
+    from app.model.presets import compare_pairs
+    pair = next(p for p in compare_pairs() if p.key == key)
+    p = lab(f"?{pair.query()}&n=500&speed=10")
+    page = p.page
+    page.locator("[data-metric='t-b']").first.wait_for()
+    assert pair.label in page.locator(".pair-select select").first.inner_text()
+    kl_before = metric(page, "kl", "a")
+    play_button(page).click()
+    wait_for_step(page, 200, "a", timeout=120)
+    wait_for_step(page, 200, "b", timeout=30)
+    play_button(page).click()
+    wait_text(play_button(page), "Play")
+    assert metric(page, "kl", "a") != kl_before
+    assert np.isfinite([metric_number(page, "kl", run) for run in "ab"]).all()
+    assert metric(page, "diverged", "a").startswith("0 /") and metric(page, "diverged", "b").startswith("0 /")
+    assert not page.locator(".lab-blocked").first.is_visible()
+    assert deep_text(page.locator(".params-error-a").first).strip() == ""
+    p.shot(ISSUE_13_PAIRS[key])
+    assert not p.errors, p.errors
+
+
 def test_url_restores_the_configuration_and_follows_changes(lab):
     query = "?pot=double-well&s=sgnht&V=4&n=500&seed=7&speed=3&a.eps=0.01"
     p = lab(query)

@@ -540,6 +540,30 @@ def test_beta_and_the_schedule_travel_in_the_url_and_are_checked():
         assert any(f"'{key}'" in e and word in e for e in errors), (key, errors)
 
 
+def test_a_typed_santa_g1_travels_in_the_url_is_a_typed_build_and_a_text_field():
+    """Santa's G1 = expr:... from a link (checked by the parser, errors naming G1), built as typed input (in the
+    forked trial, like a typed U), and edited in a text field that says the choices."""
+    from app.model.lab import typed_input
+    from app.views.controls import ParamFields
+    upd, errors = from_query(parse_search("?pot=double-well&s=santa&a.G1=expr:1/(1%2Bx^2)"))
+    assert not errors and upd["params"] == {"G1": "expr:1/(1+x^2)"}
+    assert typed_input(LabConfig(**upd)) and not typed_input(LabConfig(potential="double-well", sampler="santa"))
+    _, errors = from_query(parse_search("?pot=double-well&s=santa&a.G1=expr:1/(1%2Bx^"))
+    assert any("'a.G1'" in e and "G1: invalid expression" in e for e in errors), errors
+    lab = lab_for(chains=50, **upd)
+    assert not lab.blocks and lab.runs[0].sampler["G1"] == "expr:1/(1+x^2)"
+    lab.play()
+    assert lab.frame(3)
+    fields = ParamFields(lab)
+    assert fields.widgets["G1"].value == "expr:1/(1+x^2)" and "expr:" in fields.widgets["G1"].description
+    fields.widgets["G1"].value = "expr:-x"              # parses; its sign is found when it is built
+    assert fields.error.object == "" and any("G1 must be positive" in b.message for b in lab.blocks.values())
+    fields.widgets["G1"].value = "expr:1/(1+x^"
+    assert "G1: invalid expression" in fields.error.object
+    fields.widgets["G1"].value = "identity"
+    assert lab.config.params["G1"] == "identity"
+
+
 def test_each_side_is_scored_against_its_own_tempered_law():
     lab = lab_for(potential="gaussian", sampler="sgld", params={"beta": "0.5"}, compare=True, sampler_b="sgld",
                   chains=200)
@@ -586,10 +610,24 @@ def test_every_preset_pair_builds_and_steps_unblocked():
     for pair in compare_pairs():
         cfg = LabConfig(chains=50)
         cfg.param.update(compare=True, sampler=pair.a, sampler_b=pair.b, log_view=pair.log_view, batch=pair.batch,
+                         params=dict(pair.params), params_b=dict(pair.params_b),
                          **({"potential": pair.potential} if pair.potential else {}))
         lab = Lab(cfg)
         assert not lab.blocks and lab.notice is None, (pair.key, lab.blocks, lab.notice)
         assert lab.step(5), pair.key
+        upd, errors = from_query(parse_search("?" + pair.query()))     # its link sets the same
+        assert not errors and all(upd.get(k) == getattr(cfg, k) for k in upd), (pair.key, errors, upd)
+
+
+def test_the_simplex_and_santa_presets_pair_what_the_issue_asks():
+    pairs = {(p.a, p.b): p for p in compare_pairs()}
+    simplex = pairs[("sgrhmc-simplex-naive", "sgrhmc-simplex")]
+    assert simplex.potential == "sparse-dirichlet" and simplex.batch and simplex.params["integrator"] == "splitting"
+    santa = pairs[("santa", "sghmc")]
+    assert santa.potential == "tilted-double-well" and float(santa.params["anneal_c"]) > 0
+    assert ("santa-naive", "santa") in pairs
+    new = {"santa", "santa-naive", "sgld-simplex", "sghmc-simplex", "sgrhmc-simplex", "sgrhmc-simplex-naive"}
+    assert new <= set(sampler_names())
 
 
 def test_a_frame_bins_its_steps_at_once_as_step_by_step_would():

@@ -103,3 +103,12 @@ def test_schedule_is_applied_by_both(make_sampler):
     moved = s.step(z0, np.random.default_rng(1), t=10)[0]
     const = make_sampler("sgld", "gaussian", eps=0.1).step(z0, np.random.default_rng(1), t=10)[0]
     assert not np.allclose(moved, const)
+
+
+@pytest.mark.parametrize("potential, G1", [("double-well", "expr:1/(1+x^2)"), ("banana", "expr:2/(1 + x^2) + y^2/10")])
+@pytest.mark.parametrize("name", ["santa", "santa-naive"])
+def test_santa_fast_path_equals_engine_with_a_typed_g1(name, potential, G1, make_sampler):
+    """The fast path's grad g (one lambdify of sympy's derivative) and the engine's Gamma (sympy's, from D and Q)."""
+    za, zb = run_both(make_sampler(name, potential, V=1.0, G1=G1, beta=0.5), steps=30)
+    assert np.isfinite(za).all()
+    np.testing.assert_allclose(za, zb, rtol=1e-10, atol=1e-10)

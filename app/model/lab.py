@@ -149,9 +149,12 @@ def config_key(cfg: LabConfig) -> tuple:
 
 
 def typed_input(cfg: LabConfig) -> bool:
-    """Does the configuration hold text a user typed for sympy (D, Q cells, or U)? Only such builds can
-    be arbitrarily slow: registered samplers on preset targets are bounded by the chains' limit."""
-    return (cfg.D is not None or cfg.Q is not None or cfg.potential.startswith(TYPED)
+    """Does the configuration hold text a user typed for sympy (D, Q cells, U, a design, or a parameter such as
+    Santa's G1 = expr:...)? Only such builds can be arbitrarily slow: registered samplers on preset targets are
+    bounded by the chains' limit."""
+    typed_param = any(str(v).strip().startswith(TYPED) for params in (cfg.params, cfg.params_b or {})
+                      for v in (params or {}).values())
+    return (cfg.D is not None or cfg.Q is not None or cfg.potential.startswith(TYPED) or typed_param
             or (uses_design(cfg) and cfg.design is not None))
 
 
@@ -364,7 +367,8 @@ def trial_build(cfg: LabConfig, fallback: bool, have_runs: bool, limit_s: float 
         proc.join(timeout=1)
         here.close()
     what = ("this design" if uses_design(cfg) and cfg.design is not None else
-            "this D and Q" if cfg.D is not None or cfg.Q is not None else "this potential")
+            "this D and Q" if cfg.D is not None or cfg.Q is not None else
+            "this potential" if cfg.potential.startswith(TYPED) else "this typed parameter")
     if kind == "ok":
         return None
     return {"time": f"{what} is too expensive to build: it took longer than {limit_s:g} s",

@@ -6,7 +6,7 @@ potentials added to `samplers/` appear in the lab without touching the app.
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
 from samplers.registry import REGISTRY, get_spec, sampler_names
@@ -64,8 +64,12 @@ def default_params(sampler: str) -> dict:
     return dict(REGISTRY[sampler].defaults) if sampler in REGISTRY else {}
 
 
-def param_help(key: str) -> str | None:
-    """A field's tooltip for the parameters every sampler shares (beta and the step-size schedule)."""
+def param_help(key: str, spec=None) -> str | None:
+    """A field's tooltip for the parameters every sampler shares (beta and the step-size schedule), and for a
+    choice that may be typed (`spec.typed`: Santa's G1)."""
+    if spec is not None and key in spec.typed:
+        return (f"{key}: one of {', '.join(spec.choices[key])}, or typed as {TYPED}<a positive function of x "
+                f"(1-D) or x, y (2-D)>, e.g. {TYPED}1/(1+x^2)")
     if key in SCHEDULE_HELP:
         return f"{key}: {SCHEDULE_HELP[key]} (eps_t = eps (1 + t/eps_b)^-eps_c)" if key != "beta" else \
             f"beta: {SCHEDULE_HELP[key]}; theta is sampled from exp(-beta U)"
@@ -91,17 +95,34 @@ class Pair:
     potential: str | None = None
     log_view: bool = False
     batch: int | None = None      # SGRLD and SCIR on the simplex take their noise from minibatches of the counts
+    params: dict = field(default_factory=dict)      # overrides of a's parameters
+    params_b: dict = field(default_factory=dict)
+
+    def query(self) -> str:
+        """The pair as a lab link."""
+        q = {"cmp": 1, "s": self.a, "sb": self.b}
+        q |= {"pot": self.potential} if self.potential else {}
+        q |= {"batch": self.batch} if self.batch else {}
+        q |= {"log": 1} if self.log_view else {}
+        q |= {f"a.{k}": v for k, v in self.params.items()} | {f"b.{k}": v for k, v in self.params_b.items()}
+        return urlencode({k: str(v) for k, v in q.items()})
+
+
+# gSGRHMC on the simplex by its splitting step: the Euler step diverges on the sparse components (a < 1/2)
+SIMPLEX_SPLITTING = {"integrator": "splitting", "eps": "0.1"}
+# lesson 12's annealing: beta from 1 to 11 over 20 000 steps (tests/test_santa.py, docs/tempering.md)
+ANNEALED_SANTA = {"eps": "0.05", "anneal_b": "2000", "anneal_c": "1"}
 
 
 def compare_pairs() -> list[Pair]:
-    """Naive vs corrected for every naive sampler whose sibling is registered, and SGRLD vs SCIR
-    on a sparse Dirichlet (log-scale view) once both the sampler and such a potential exist."""
+    """Naive vs corrected for every naive sampler whose sibling is registered, SGRLD vs SCIR and naive vs
+    corrected gSGRHMC on a sparse Dirichlet (log-scale view) once the samplers and such a potential exist, and
+    annealed Santa vs SGHMC on the tilted double well."""
     names = samplers()
     pairs = []
     for name in names:
         spec = REGISTRY[name]
-        # not the simplex pair yet: no preset target shows its bias (the naive form halves count-free
-        # components; on the dense preset both agree, on the sparse one, a < 1/2, both diverge)
+        # the simplex pairs need a target and minibatches: below
         if spec.naive and spec.corrected in names and spec.family != "simplex":
             pairs.append(Pair(f"{name}:{spec.corrected}",
                               f"{spec.title} vs {REGISTRY[spec.corrected].title}", name, spec.corrected))
@@ -111,6 +132,14 @@ def compare_pairs() -> list[Pair]:
     if sgrld in names and "scir" in names and dirichlet:
         pairs.append(Pair(f"{sgrld}:scir", f"SGRLD vs SCIR on {dirichlet[0]} (log scale)", sgrld, "scir",
                           potential=dirichlet[0], log_view=True, batch=10))
+    if {"sgrhmc-simplex", "sgrhmc-simplex-naive"} <= set(names) and dirichlet:
+        pairs.append(Pair("sgrhmc-simplex-naive:sgrhmc-simplex",
+                          f"naive gSGRHMC vs gSGRHMC on {dirichlet[0]} (splitting, log scale)",
+                          "sgrhmc-simplex-naive", "sgrhmc-simplex", potential=dirichlet[0], log_view=True, batch=10,
+                          params=SIMPLEX_SPLITTING, params_b=SIMPLEX_SPLITTING))
+    if {"santa", "sghmc"} <= set(names) and "tilted-double-well" in potential_names():
+        pairs.append(Pair("santa-annealed:sghmc", "annealed Santa vs SGHMC on tilted-double-well", "santa", "sghmc",
+                          potential="tilted-double-well", params=ANNEALED_SANTA))
     return pairs
 
 

@@ -169,8 +169,10 @@ class ParamFields(Viewer):
         spec = REGISTRY[name]
         overrides = getattr(self.cfg, self.params_key)
         shown = shown_params(name, overrides)
+        # a choice that may also be typed (Santa's G1 = expr:...) is a text field, its choices in the tooltip
+        picked = {key for key in shown if key in spec.choices and key not in spec.typed}
         fields = {key: param.Selector(default=value, objects=list(spec.choices[key]), check_on_set=False)
-                  if key in spec.choices else param.String(default=value) for key, value in shown.items()}
+                  if key in picked else param.String(default=value) for key, value in shown.items()}
         self.values = param.parameterized_class("SamplerParameters", fields)()
         self._more = self._more or any(key in overrides for key in MORE)
         self.widgets = {key: self._widget(key, spec) for key in shown if self._more or key not in MORE}
@@ -180,12 +182,13 @@ class ParamFields(Viewer):
         self.error.object = ""
 
     def _widget(self, key, spec):
-        if key in spec.choices:
+        if isinstance(self.values.param[key], param.Selector):
             return pn.widgets.Select.from_param(self.values.param[key], name=key, sizing_mode="stretch_width",
                                                 css_classes=[f"param-{key}"])
+        tip = param_help(key, spec)
         return pn.widgets.TextInput.from_param(self.values.param[key], name=key, sizing_mode="stretch_width",
                                                css_classes=[f"param-{self.side.lower()}-{key}"],
-                                               **({"description": param_help(key)} if param_help(key) else {}))
+                                               **({"description": tip} if tip else {}))
 
     def _show_more(self, *_):
         if not self._more:
@@ -223,7 +226,8 @@ class ParamFields(Viewer):
         if any(key in event.new for key in MORE):
             self._show_more()
         self.values.param.update(**{key: value for key, value in shown_params(name, event.new).items()
-                                    if key in self.widgets and (key not in spec.choices or value in spec.choices[key])})
+                                    if key in self.widgets and (key not in spec.choices or key in spec.typed
+                                                                or value in spec.choices[key])})
 
     def __panel__(self):
         return pn.Column(self.grid, self.more, self.error, sizing_mode="stretch_width")
@@ -370,7 +374,8 @@ class CompareControls(Viewer):
         pair = self.pairs.get(key)
         if pair is None:
             return
-        upd = dict(compare=True, sampler=pair.a, sampler_b=pair.b, params={}, params_b={}, D=None, Q=None,
+        upd = dict(compare=True, sampler=pair.a, sampler_b=pair.b, params=dict(pair.params),
+                   params_b=dict(pair.params_b), D=None, Q=None,
                    naive=None, log_view=pair.log_view, batch=pair.batch)
         if pair.potential:
             upd["potential"] = pair.potential

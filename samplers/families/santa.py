@@ -18,7 +18,11 @@ The friction -xi p is D's -G2 p plus Q's -p (xi - G2). Choices of G1: identity; 
 g = 1/sqrt(lam + sqrt(v)) with v <- decay v + (1 - decay) grad~^2 per chain during the first `adapt` steps and
 frozen after (v has zero rows in D and Q, so each frozen value is one fixed recipe and the law is exact; while it
 adapts the chain is not a Markov chain of a fixed kernel); level, the theta-dependent metric of SGRHMC,
-G1 = G^{-1/2} with G^{-1} = metric_D sqrt|U + metric_C| (recipe paper, Supplement F.1). G2 is the identity or G1.
+G1 = G^{-1/2} with G^{-1} = metric_D sqrt|U + metric_C| (recipe paper, Supplement F.1); or typed, G1 = g(theta) I with
+"expr:<g(x)>" in 1-D or "expr:<g(x, y)>" in 2-D, read by the whitelist parser of typed potentials (never eval) when
+the parameters are checked, and differentiated and lambdified once when the sampler is built (`_typed_g1`): the
+engine's Gamma comes from sympy as for every recipe, the fast path's grad g from that one lambdify. G2 is the
+identity or G1.
 
 The naive form (santa-naive) drops the two terms that come from the theta-dependence of the preconditioners,
 Gamma_p = div G1 and g1 (xi - g2) grad g2, as Santa's Algorithm 1 does; with G1 = level it leaves the target.
@@ -27,6 +31,8 @@ Annealing: step t runs at beta_t = beta (1 + t/anneal_b)^anneal_c (anneal_c = 0,
 the engine and the fast paths alike.
 """
 from __future__ import annotations
+
+from functools import lru_cache
 
 import numpy as np
 import sympy
@@ -38,17 +44,79 @@ from samplers.engine.info import ONE_GRADIENT
 from samplers.engine.recipe import Recipe
 from samplers.engine.symbols import StateSymbols
 from samplers.families.common import gradient, kick, level_metric, names
-from samplers.sampler import SamplerError, SamplerSpec
+from samplers.sampler import TYPED, SamplerError, SamplerSpec
+from samplers.targets.expr import ExpressionError, compile_expression, symbols_for
 
 G1_CHOICES = ("level", "rmsprop", "identity")
 G2_CHOICES = ("G1", "identity")
 V0 = 1.0   # v's start: g1 = 1/sqrt(lam + 1), near the identity, until the gradients are seen
 
 
+G1_VARIABLES = ("x", "y")
+
+
+def typed(kind: str) -> bool:
+    return kind.startswith(TYPED)
+
+
+def theta_dependent(kind: str) -> bool:
+    return kind == "level" or typed(kind)
+
+
+@lru_cache(maxsize=64)
+def _parsed_g1(body: str):
+    """(g, the variables it uses) from the text after "expr:"; bounded by the parser's own limits."""
+    try:
+        return compile_expression(body, G1_VARIABLES)
+    except ExpressionError as err:
+        raise SamplerError(f"G1: invalid expression: {err}") from None
+
+
+def check_typed_g1(value: str) -> str:
+    """`coerce_params`' check of a typed G1: it parses (nothing is evaluated); a constant must be positive."""
+    body = value.strip()[len(TYPED):].strip()
+    expr, used = _parsed_g1(body)
+    if not used and not float(expr) > 0:
+        raise SamplerError(f"G1 must be positive (a diagonal preconditioner), got the constant {float(expr):g}")
+    return TYPED + body
+
+
+@lru_cache(maxsize=64)
+def _typed_g1(body: str, d: int):
+    """g(theta) and its gradient, derived by sympy and lambdified once per (text, dimension): (N, d) -> (N, 1),
+    (N, d)."""
+    expr, _ = _parsed_g1(body)
+    syms = symbols_for(G1_VARIABLES[:d])
+    value = sympy.lambdify(syms, expr, "numpy")
+    grad = sympy.lambdify(syms, [sympy.diff(expr, v) for v in syms], "numpy")
+
+    def g1(theta):
+        with np.errstate(all="ignore"):
+            return np.broadcast_to(np.asarray(value(*theta.T), float), theta.shape[:1])[:, None]
+
+    def dg1(theta):
+        with np.errstate(all="ignore"):
+            parts = grad(*theta.T)
+        return np.stack([np.broadcast_to(np.asarray(p, float), theta.shape[:1]) for p in parts], axis=1)
+
+    return expr, syms, g1, dg1
+
+
+def _typed_layout(d, kind):
+    body = kind[len(TYPED):]
+    _, used = _parsed_g1(body)
+    if d > 2 or (d == 1 and "y" in used):
+        raise SamplerError(f"G1: a typed G1 is a function of x on 1-D targets and of x, y on 2-D ones; "
+                           f"this target has d = {d}" + (" and G1 uses y" if d == 1 else ""))
+    _typed_g1(body, d)
+
+
 def santa_layout(d, params) -> dict:
-    if params["integrator"] == "splitting" and params["G1"] == "level":
+    if params["integrator"] == "splitting" and theta_dependent(params["G1"]):
         raise SamplerError("integrator = splitting needs a G1 that does not depend on theta (identity or rmsprop): "
                            "its half-steps theta <- theta + G1 p h/2 are exact only for a constant G1")
+    if typed(params["G1"]):
+        _typed_layout(d, params["G1"])
     if not params["lam"] > 0:
         raise SamplerError(f"lam must be > 0 (g1 = 1/sqrt(lam + sqrt(v)) stays below lam^-1/2), got {params['lam']}")
     if not 0 <= params["decay"] < 1:
@@ -83,6 +151,9 @@ def _preconditioners(s, sym):
     elif kind == "rmsprop":
         v = sym.aux[2 * d: 3 * d]   # aux = (p, xi, v)
         g1 = [1 / sqrt(s["lam"] + sqrt(vi)) for vi in v]
+    elif typed(kind):
+        expr, syms, _, _ = _typed_g1(kind[len(TYPED):], d)
+        g1 = [expr.subs(dict(zip(syms, sym.theta)))] * d
     else:
         g1 = [sqrt(level_metric(s, sym))] * d
     g2 = list(g1) if s.params["G2"] == "G1" else [sympy.Integer(1)] * d
@@ -163,6 +234,8 @@ class _Seen:
 
 def santa_recipe(s):
     d = s.dim
+    if typed(s.params["G1"]):     # before the engine's PSD check of D = G2, which would not name G1
+        _check_positive(s)
     rms = s.params["G1"] == "rmsprop"
     sym = StateSymbols.make(d, names("p", d) + names("xi", d) + (names("v", d) if rms else []))
     p, xi = sym.aux[:d], sym.aux[d: 2 * d]
@@ -198,8 +271,8 @@ def santa_fast(s, z, rng, t: int = 1):
         return _splitting(s, z, rng, t, eps, beta)
     u, g, b = gradient(s, theta, rng, value=kind == "level")
     drift = -xi * p
-    if kind == "level":
-        g1, dg1 = _level(s, u, g)
+    if theta_dependent(kind):
+        g1, dg1 = _level(s, u, g) if kind == "level" else _typed_values(s, theta)
         if not s.spec.naive:
             # Gamma_p / beta = div G1 / beta, and -g1 dH/dtheta's thermostat part g1 (xi - g2) grad g2
             drift += dg1 / beta
@@ -214,6 +287,11 @@ def santa_fast(s, z, rng, t: int = 1):
     if kind == "rmsprop":
         out.append(_moment(s, z, g, t))
     return np.concatenate(out, axis=1), ONE_GRADIENT
+
+
+def _typed_values(s, theta):
+    _, _, g1, dg1 = _typed_g1(s.params["G1"][len(TYPED):], s.dim)
+    return g1(theta), dg1(theta)
 
 
 def _constant_g1(s, z):
@@ -252,9 +330,25 @@ def _splitting(s, z, rng, t, eps, beta):
     return np.concatenate(out, axis=1), ONE_GRADIENT
 
 
+def _check_positive(s):
+    """A typed G1 must be a preconditioner, g > 0 and finite, where the chains go: checked on a grid of the target's
+    box (what a formula does beyond it the parser cannot know)."""
+    box = np.asarray(s.potential.box, float)
+    axes = [np.linspace(lo, hi, 41) for lo, hi in box]
+    grid = np.stack([a.ravel() for a in np.meshgrid(*axes, indexing="ij")], axis=1)
+    g = _typed_values(s, grid)[0][:, 0]
+    bad = ~(np.isfinite(g) & (g > 0))
+    if bad.any():
+        at = ", ".join(f"{n}={v:.3g}" for n, v in zip(G1_VARIABLES, grid[np.flatnonzero(bad)[0]]))
+        raise SamplerError(f"G1 must be positive and finite on the target's box, but G1({at}) = "
+                           f"{g[bad][0]:.3g}")
+
+
 def _init_santa(s, chains, rng):
     """p ~ N(0, 1/beta); xi at the thermostat's centre g2 (1 where g2 depends on theta); v = V0."""
     d = s.dim
+    if typed(s.params["G1"]):
+        _check_positive(s)
     p = rng.standard_normal((chains, d)) / np.sqrt(s.beta)
     rms = s.params["G1"] == "rmsprop"
     centre = 1.0 / np.sqrt(s["lam"] + np.sqrt(V0)) if rms and s.params["G2"] == "G1" else 1.0
@@ -267,6 +361,7 @@ def _init_santa(s, chains, rng):
 SANTA_PARAMS = dict(eps=0.02, G1="level", G2="G1", lam=0.01, decay=0.99, adapt=200, metric_D=1.5, metric_C=None,
                     Bhat=0.0, integrator="euler", anneal_b=1000.0, anneal_c=0.0)
 SANTA_CHOICES = dict(G1=G1_CHOICES, G2=G2_CHOICES, integrator=("euler", "splitting"))
+SANTA_TYPED = dict(G1=check_typed_g1)
 
 SANTA = SamplerSpec(
     name="santa", title="Santa",
@@ -274,17 +369,20 @@ SANTA = SamplerSpec(
     doc="Stochastic annealing thermostat: z = (θ, p, ξ), one ξ_i per coordinate; H = U + pᵀp/2 + |ξ − g₂|²/2, "
     "D = diag(0, G₂, 0), Q = −G₁ between θ and p, diag(p) between p and ξ. G1: level (G^{-1/2} with "
     "G⁻¹ = metric_D·sqrt|U + metric_C|, depends on θ), rmsprop (1/sqrt(lam + sqrt v), v the gradient's running "
-    "second moment per chain, learnt for the first adapt steps and then frozen, after which the law is exact) or "
-    "identity; G2: G1 or identity. integrator: euler or splitting (ABOBA; G1 not level). Annealing: "
+    "second moment per chain, learnt for the first adapt steps and then frozen, after which the law is exact), "
+    "identity, or typed: expr:<g(x)> (1-D) or expr:<g(x, y)> (2-D), G₁ = g(θ)·I with g > 0, e.g. expr:1/(1+x^2); "
+    "G2: G1 or identity. integrator: euler or splitting (ABOBA; G1 not level). Annealing: "
     "β_t = β(1 + t/anneal_b)^anneal_c, off with anneal_c = 0.",
     defaults=dict(SANTA_PARAMS), layout=santa_layout, recipe=santa_recipe, fast=santa_fast,
-    fast_only=dict(integrator="splitting"), init_aux=_init_santa, family="thermostat", choices=SANTA_CHOICES)
+    fast_only=dict(integrator="splitting"), init_aux=_init_santa, family="thermostat", choices=SANTA_CHOICES,
+    typed=SANTA_TYPED)
 
 SANTA_NAIVE = SamplerSpec(
     name="santa-naive", title="naive Santa",
     source="Chen et al. (2016), Algorithm 1: Eq. (2) without its ∇G terms",
     doc="Santa without the terms from the θ-dependence of G1 and G2: Γ_p = ∇·G₁ (divided by β) and "
-    "G₁(ξ − G₂)∇G₂. With G1 = level (the default) it leaves the target; with identity or rmsprop it is Santa.",
+    "G₁(ξ − G₂)∇G₂. With G1 = level (the default) or a typed θ-dependent G1 it leaves the target; with identity or "
+    "rmsprop it is Santa.",
     defaults=dict(SANTA_PARAMS), layout=santa_layout, recipe=santa_recipe, fast=santa_fast,
     fast_only=dict(integrator="splitting"), init_aux=_init_santa, corrected="santa", family="thermostat",
-    choices=SANTA_CHOICES)
+    choices=SANTA_CHOICES, typed=SANTA_TYPED)

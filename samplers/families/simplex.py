@@ -40,6 +40,8 @@ Gamma_r_k = d sqrt|theta_k| / d theta_k = 1 / (2 sqrt theta_k) on theta > 0, so 
 In phi = 2 sqrt(theta) this is SGHMC with friction theta on the law phi^{2a-1} e^{-phi^2/4}; without Gamma
 (the naive form) the force is that of phi^{2a-2} e^{-phi^2/4}: the law of theta becomes Gamma(a - 1/2),
 which for a <= 1/2 (the sparse components, a = 0.1) is not a law at all, and those chains collapse to 0.
+That Euler step diverges where a < 1/2: the kick (a - 1/2)/sqrt(theta) at a tiny theta. integrator = splitting
+steps the same SDE by a splitting in phi whose pieces are solved exactly (`sgrhmc_simplex_splitting`).
 
 Targets are the `SimplexPotential`s of `dirichlet.py` (gamma:a, dirichlet:..., sparse-/dense-dirichlet).
 The state is theta; what a run keeps is `potential.theta_view(theta)` = omega on the simplex.
@@ -50,6 +52,7 @@ from __future__ import annotations
 
 import numpy as np
 import sympy
+from scipy import special
 from sympy import Abs, Matrix, diag, eye, sqrt, zeros
 
 from samplers.engine.info import ONE_GRADIENT
@@ -247,6 +250,8 @@ def sgrhmc_simplex_recipe(s):
 def sgrhmc_simplex_fast(s, z, rng, t):
     """r <- r - eps sqrt(theta) grad U~ [+ eps / (2 sqrt theta)] - eps theta r + N(0, eps theta (2 - eps B^));
     theta <- theta + eps sqrt(theta) r; then the fold."""
+    if s["integrator"] == "splitting":
+        return sgrhmc_simplex_splitting(s, z, rng, t)
     _target(s)
     d, eps = s.dim, s.step_size(t)
     z = _fold(z, d)
@@ -258,6 +263,132 @@ def sgrhmc_simplex_fast(s, z, rng, t):
         drift += 0.5 / half                                # Gamma_r = d sqrt(theta) / d theta
     r_new = r + eps * drift + kick(eps * (2 - eps * b) * theta, r.shape, rng)
     return _fold(np.concatenate([theta + eps * half * r_new, r_new], axis=1), d), ONE_GRADIENT
+
+
+# -- gSGRHMC's splitting integrator: in phi = 2 sqrt(theta) each piece is solved exactly ----------------------
+# Per component, given the step's a-hat, the recipe's SDE in phi = 2 sqrt(theta) (no Ito term: theta has no noise) is
+#     dphi = r dt,   dr = -phi/2 dt - c/phi dt - (phi^2/4) r dt + sqrt(2 phi^2/4) dW,   c = 1 - 2 a-hat,
+# Langevin dynamics on V(phi) = phi^2/4 + c log phi with friction theta; Gamma_r = 1/(2 sqrt theta) is 1/phi of the
+# force (naive: c = 2 - 2 a-hat). The step is the symmetric splitting O(h/2) B(h/2) A(h) B(h/2) O(h/2) of that drift:
+# O the friction and noise at fixed theta (an exact OU step, stable at any eps theta), B the kick -phi/2, and A the
+# Hamiltonian flow of r^2/2 + c log phi, solved in closed form (`_log_flow`): the singular force c/phi that makes
+# the Euler step diverge for a-hat < 1/2 never appears as a kick.
+SQRT_PI = np.sqrt(np.pi)
+TINY_THETA = np.finfo(float).tiny   # phi^2/4 may underflow where the naive form collapses: theta stays > 0
+
+
+def _inverse_log_erfc(ell):
+    """v >= 0 with log erfc(v) = ell <= 0 (Newton on the asymptotic side, where exp(ell) underflows)."""
+    ell = np.minimum(ell, 0.0)
+    with np.errstate(under="ignore"):
+        v = special.erfcinv(np.exp(ell))
+    far = ell < -600
+    if far.any():
+        w, target = np.sqrt(-ell[far]), ell[far]
+        for _ in range(6):
+            ex = special.erfcx(w)
+            w = w + (np.log(ex) - w * w - target) * 0.5 * SQRT_PI * ex
+        v[far] = w
+    return v
+
+
+def _inverse_log_dawson_integral(L):
+    """v >= 0 with log G(v) = L, G(v) = int_0^v e^{s^2} ds = e^{v^2} D(v) (D: Dawson's function).
+
+    Newton on h(v) = v^2 + log D(v), h' = 1/D; started on the right of the root from the asymptotics G ~ v near 0
+    and G ~ e^{v^2}/(2v) far out; the half-step floor keeps iterates positive."""
+    L = np.maximum(L, -700.0)
+    big = np.maximum(L, 0.0)
+    v = np.where(L < 0, np.exp(L) * 1.5, np.sqrt(big + 0.5 * np.log(big + 1.0) + np.log(2.0)) + 0.5)
+    for _ in range(60):
+        D = special.dawsn(v)
+        new = np.maximum(v - (v * v + np.log(D) - L) * D, 0.5 * v)
+        if np.all(np.abs(new - v) <= 1e-12 * v):   # quadratic convergence: the last step is at rounding
+            return new
+        v = new
+    return v
+
+
+def _log_flow(phi, r, c, h):
+    """The exact flow over time h of dphi = r, dr = -c/phi (Hamiltonian r^2/2 + c log phi), folded at phi = 0.
+
+    c > 0 attracts to 0: with u = r/sqrt(2c), energy gives phi = P e^{-u^2} (P constant on the orbit) and
+    d/dt [phi erfcx(u)] = sqrt(2c/pi), so erfc(u) grows at the constant rate sqrt(2c/pi)/P; at erfc(u) = 2 the
+    chain reaches 0 with r = -inf and the fold sends it back out with r = +inf (erfc(u) = 0): the phase wraps.
+    c < 0 repels: with u = r/sqrt(-2c), phi = P e^{u^2} and d/dt [phi D(u)] = sqrt(-c/2). c = 0: free flight."""
+    phi1, r1 = phi + h * r, r.copy()
+    att, rep = c > 0, c < 0
+    if att.any():
+        phi1[att], r1[att] = _attracted(phi[att], r[att], c[att], _at(h, att))
+    if rep.any():
+        phi1[rep], r1[rep] = _repelled(phi[rep], r[rep], -c[rep], _at(h, rep))
+    free = ~(att | rep) & (phi1 < 0)
+    phi1[free], r1[free] = -phi1[free], -r1[free]
+    return phi1, r1
+
+
+def _at(h, mask):
+    return h[mask] if np.ndim(h) else h
+
+
+def _attracted(phi, r, k, h):
+    """`_log_flow` for c = k > 0. The phase is kept as P times erfc(|u|) measured from the nearer end (the
+    collision), so that chains close to 0, where erfc(u) is within rounding of 2, keep their digits."""
+    sk = np.sqrt(2 * k)
+    u0 = r / sk
+    log_p = np.log(phi) + u0 * u0
+    with np.errstate(over="ignore"):
+        two_p = 2 * np.exp(log_p)
+    w = h * np.sqrt(2 * k / np.pi)                     # the phase P erfc(u) travelled in time h
+    edge = phi * special.erfcx(np.abs(u0))            # P erfc(|u0|)
+    # S: phase since the last collision; negative while an incoming chain has not yet reached 0
+    S = np.where(u0 >= 0, edge + w, w - edge)
+    wraps = (S >= two_p) & np.isfinite(two_p)
+    S[wraps] = np.mod(S[wraps], two_p[wraps])
+    outgoing = (S >= 0) & (S <= 0.5 * two_p)
+    pe = np.where(S < 0, -S, np.where(outgoing, S, two_p - S))
+    v = _inverse_log_erfc(np.log(pe) - log_p)
+    return pe / special.erfcx(v), np.where(outgoing, v, -v) * sk
+
+
+def _repelled(phi, r, k, h):
+    """`_log_flow` for c = -k < 0: phi D(u) = phi0 D(u0) + h sqrt(k/2), r increasing; no collision."""
+    sk = np.sqrt(2 * k)
+    u0 = r / sk
+    b = special.dawsn(u0) + h * np.sqrt(k / 2) / phi     # G(u) e^{-u0^2}, G(u) = e^{u^2} D(u)
+    with np.errstate(divide="ignore"):
+        v = _inverse_log_dawson_integral(u0 * u0 + np.log(np.abs(b)))
+    u = np.sign(b) * v
+    return phi * np.exp((u - u0) * (u + u0)), u * sk
+
+
+def sgrhmc_simplex_splitting(s, z, rng, t):
+    """O(h/2) B(h/2) A(h) B(h/2) O(h/2) in phi = 2 sqrt(theta) (above), one minibatch a-hat per step."""
+    _target(s)
+    d, h = s.dim, s.step_size(t)
+    z = _fold(z, d)
+    theta, r = z[:, :d], z[:, d:]
+    c = (2.0 if s.spec.naive else 1.0) - 2.0 * shape_estimate(s, z.shape[0], rng)
+    r = _ou(r, theta, h / 2, rng)
+    phi = 2.0 * np.sqrt(theta)
+    r = r - 0.25 * h * phi
+    phi, r = _log_flow(phi, r, np.array(c, dtype=float), h)
+    r = r - 0.25 * h * phi
+    theta = np.maximum(0.25 * phi * phi, TINY_THETA)
+    r = _ou(r, theta, h / 2, rng)
+    return np.concatenate([theta, r], axis=1), ONE_GRADIENT
+
+
+def _sgrhmc_simplex_layout(d, params):
+    if params["integrator"] == "splitting" and params["Bhat"] != 0:
+        raise SamplerError("integrator = splitting takes Bhat = 0: its O step draws the noise of the continuous "
+                           "dynamics exactly and has no eps B^ term to subtract")
+    return momentum_layout(d, params)
+
+
+def _ou(r, theta, h, rng):
+    """dr = -theta r dt + sqrt(2 theta) dW over time h at fixed theta, exactly."""
+    return np.exp(-theta * h) * r + np.sqrt(-np.expm1(-2 * theta * h)) * rng.standard_normal(r.shape)
 
 
 _TARGETS = "Targets: gamma:a, dirichlet:c1,...,cd, sparse-dirichlet, dense-dirichlet; minibatches with --batch n."
@@ -283,18 +414,24 @@ SGRHMC_SIMPLEX_DOC = (
     "Q = [[0, −diag(θ)^½], [diag(θ)^½, 0]], Γ_r = 1/(2√θ); r ← r − ε√θ∇Ũ + ε/(2√θ) − εθr + N(0, εθ(2 − εB̂)), "
     "θ ← θ + ε√θ r (Algorithm 1's signs, errata E1). The friction εθ_k must stay below 2 (ε < 0.0025 for a "
     "component near 800), and the Euler step diverges on components with a < ½, where the force (a − ½)/√θ "
-    "pulls to 0 without bound (the sparse Dirichlet's α = 0.1). ")
+    "pulls to 0 without bound (the sparse Dirichlet's α = 0.1). " + "integrator: euler (Algorithm 1) or "
+    "splitting: in φ = 2√θ, an exact OU step for the friction θ, the kick −φ/2, and the exact flow of "
+    "r²/2 + (1 − 2â) log φ (folded at 0), as O(ε/2) B(ε/2) A(ε) B(ε/2) O(ε/2); stable at any a and ε θ (Bhat = 0). ")
 SGRHMC_SIMPLEX = SamplerSpec(
     name="sgrhmc-simplex", title="gSGRHMC (simplex)",
     source="recipe paper §4.2, Supplement F.2, Algorithm 1 with G(θ) = diag(θ)⁻¹ (errata E1)",
     doc=_EXPANDED + SGRHMC_SIMPLEX_DOC + _TARGETS,
-    defaults=dict(eps=0.001, Bhat=0.0), layout=momentum_layout, recipe=sgrhmc_simplex_recipe,
-    fast=sgrhmc_simplex_fast, init_aux=_check_target_momentum, family="simplex")
+    defaults=dict(eps=0.001, Bhat=0.0, integrator="euler"), layout=_sgrhmc_simplex_layout,
+    recipe=sgrhmc_simplex_recipe, fast=sgrhmc_simplex_fast, fast_only=dict(integrator="splitting"),
+    init_aux=_check_target_momentum, family="simplex", choices=dict(integrator=("euler", "splitting")))
 
 SGRHMC_SIMPLEX_NAIVE = SamplerSpec(
     name="sgrhmc-simplex-naive", title="naive SGRHMC (simplex)",
     source="recipe paper Eq. (16) with G(θ) = diag(θ)⁻¹",
     doc=_EXPANDED + "gSGRHMC without Γ_r = 1/(2√θ): the θ-law becomes Gamma(a − ½) where that exists; for "
-    "a ≤ ½ (sparse components) there is none and the chains collapse towards 0. " + _TARGETS,
-    defaults=dict(eps=0.001, Bhat=0.0), layout=momentum_layout, recipe=sgrhmc_simplex_recipe,
-    fast=sgrhmc_simplex_fast, init_aux=_check_target_momentum, corrected="sgrhmc-simplex", family="simplex")
+    "a ≤ ½ (sparse components) there is none and the chains collapse towards 0. integrator: euler or "
+    "splitting (gSGRHMC's, with the same term dropped: c = 2 − 2â in the flow of r²/2 + c log φ). " + _TARGETS,
+    defaults=dict(eps=0.001, Bhat=0.0, integrator="euler"), layout=_sgrhmc_simplex_layout,
+    recipe=sgrhmc_simplex_recipe, fast=sgrhmc_simplex_fast, fast_only=dict(integrator="splitting"),
+    init_aux=_check_target_momentum, corrected="sgrhmc-simplex", family="simplex",
+    choices=dict(integrator=("euler", "splitting")))
