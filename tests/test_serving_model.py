@@ -32,6 +32,33 @@ class ManualLoop:
             self.pending.pop(0)()
 
 
+@pytest.fixture(autouse=True)
+def no_quick_configs(monkeypatch):
+    """Each test sees a process that has built nothing yet: a configuration built quickly before would be
+    built in place at the next page open (see test_a_configuration_built_quickly_before_builds_in_place)."""
+    monkeypatch.setattr(lab_module, "_QUICK", {})
+
+
+def test_a_configuration_built_quickly_before_builds_in_place_at_the_next_open_and_only_then():
+    cfg = dict(potential="double-well", sampler="sghmc", chains=200)
+    loop = ManualLoop()
+    for _ in range(2):      # the first build of a process may be slow (the recipe derived): the second is timed
+        first = Lab(LabConfig(**cfg), schedule=loop)
+        assert first.building and not first.runs        # on the worker
+        loop.run()
+    second = Lab(LabConfig(**cfg), schedule=loop)
+    assert second.runs and not second.building and not loop.pending    # its figures come with the page
+    second.config.chains = 300                          # an edit of an open page: on the worker again
+    assert second.building
+    loop.run()
+    assert second.runs[0].chains == 300
+    typed = dict(cfg, potential="expr:x^4 - 2*x^2")     # typed input never builds in place
+    Lab(LabConfig(**typed), schedule=loop)
+    loop.run()
+    assert Lab(LabConfig(**typed), schedule=loop).building
+    loop.run()
+
+
 def test_one_step_over_the_frame_budget_is_refused_with_the_limit_named():
     lab = Lab(LabConfig(chains=100_000, compare=True, sampler="sghmc", sampler_b="sghmc-naive"))
     block = lab.blocks["config"]
