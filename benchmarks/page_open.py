@@ -96,11 +96,11 @@ def main():
     from playwright.sync_api import sync_playwright
 
     prof = ARTIFACTS / "page-open.prof"
-    # the lab as a server runs it (the browser tests turn Bokeh's document validation on, app/main.py
-    # leaves it off); the bare app as Panel's defaults have it (on)
+    # the lab as a server runs it (the browser tests turn Bokeh's document validation and error diagnostics on,
+    # app/views/process.py leaves them off); the bare app as Panel's defaults have them (on)
     log = {"PANEL_LOG_LEVEL": "INFO"}
     lab = AppServer(python_args=("-m", "cProfile", "-o", str(prof)) if args.profile else (),
-                    env={**log, "BOKEH_VALIDATE_DOC": "false"})
+                    env={**log, "BOKEH_VALIDATE_DOC": "false", "BOKEH_PERFORM_ERROR_DIAGNOSTICS": "false"})
     bare = None if args.profile else AppServer(app="benchmarks/bare_app", env=log)
     servers = [s for s in (lab, bare) if s is not None]
     try:

@@ -45,7 +45,8 @@ class AppServer:
              "--allow-websocket-origin", f"127.0.0.1:{self.port}",
              "--unused-session-lifetime", "5000", "--check-unused-sessions", "1000", *extra_args],
             cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,
-            env={**os.environ, "BOKEH_LOG_LEVEL": "info", "BOKEH_VALIDATE_DOC": "true", **(env or {})})
+            env={**os.environ, "BOKEH_LOG_LEVEL": "info", "BOKEH_VALIDATE_DOC": "true",
+                 "BOKEH_PERFORM_ERROR_DIAGNOSTICS": "true", **(env or {})})
 
     def wait(self, timeout: float = 90.0) -> AppServer:
         deadline = time.monotonic() + timeout

@@ -10,6 +10,11 @@ here skips them before computing them; a required property left unset still rais
 `HasProps._overridden_defaults` walks the class's MRO on every default it looks up; classes and their
 overrides are fixed once defined, so it is cached per class.
 
+`Property.themed_default` makes a property's default afresh at each read of an unset property: a copy,
+then validated. Panel reads hundreds per widget it links. Where the default is a plain immutable value
+(a string, number, bool or None; not a theme's, not made by a function) the validated value is kept per
+property and class and handed out again: it cannot be changed in place, and equal to what Bokeh would make.
+
 Both replace exactly the Bokeh code they were written against: `install()` checks the source of the
 originals and leaves Bokeh as it is if that changed (`tests/test_bokeh_speedups.py` then fails, so that
 someone reads the new code). The same test checks, model by model on the lab's page, that the
@@ -23,14 +28,19 @@ import logging
 from functools import lru_cache
 
 from bokeh.core.has_props import HasProps
+from bokeh.core.property.bases import Property
 from bokeh.core.property.descriptors import UnsetValueError
 from bokeh.core.property.singletons import Undefined
 from bokeh.core.property.wrappers import PropertyValueContainer
 
 # sha256 (first 16 hex digits) of the originals' source, as in Bokeh 3.9
-REVIEWED = {"query_properties_with_values": "e864a09d384658f4", "_overridden_defaults": "c3b1c82a295e3b8b"}
+REVIEWED = {"query_properties_with_values": "e864a09d384658f4", "_overridden_defaults": "c3b1c82a295e3b8b",
+            "themed_default": "6285cc20a7905875"}
 ORIGINAL = {"query_properties_with_values": HasProps.query_properties_with_values,
-            "_overridden_defaults": HasProps._overridden_defaults.__func__}
+            "_overridden_defaults": HasProps._overridden_defaults.__func__,
+            "themed_default": Property.themed_default}
+IMMUTABLE = (str, int, float, bool, type(None))
+_defaults: dict = {}
 log = logging.getLogger(__name__)
 
 
@@ -73,6 +83,21 @@ def query_properties_with_values(self, query, *, include_defaults=True, include_
     return result
 
 
+def themed_default(self, cls, name, theme_overrides, *, no_eval=False):
+    """Bokeh's `Property.themed_default`, its plain immutable results kept (see the module's docstring)."""
+    if theme_overrides is not None and name in theme_overrides:
+        return ORIGINAL["themed_default"](self, cls, name, theme_overrides, no_eval=no_eval)
+    key = (id(self), cls, name, no_eval)       # properties live as long as their classes: ids stay theirs
+    try:
+        return _defaults[key]
+    except KeyError:
+        pass
+    value = ORIGINAL["themed_default"](self, cls, name, None, no_eval=no_eval)
+    if type(value) in IMMUTABLE:
+        _defaults[key] = value
+    return value
+
+
 def installed() -> bool:
     return HasProps.query_properties_with_values is query_properties_with_values
 
@@ -86,5 +111,6 @@ def install() -> bool:
         log.warning("Bokeh's %s changed since bokeh_speedups was written: left as it is", ", ".join(changed))
         return False
     HasProps.query_properties_with_values = query_properties_with_values
+    Property.themed_default = themed_default
     HasProps._overridden_defaults = classmethod(lru_cache(None)(ORIGINAL["_overridden_defaults"]))
     return True

@@ -31,6 +31,9 @@ from ..model.presets import (
 
 TYPED_OPTION = "type U(x) or U(x, y)…"
 MORE = ("beta", "eps_b", "eps_c")     # ParamFields shows these on request
+# the target's and the sampler's pickers head their sections: their labels are the headings (a heading of its
+# own would be one more pane, each a cost at every page open)
+HEADING_LABEL = "label { font-weight: bold; font-size: 15px; }"
 
 
 def error_html(text: str) -> str:
@@ -51,28 +54,40 @@ class PotentialPicker(Viewer):
         options = {name: name for name in potential_names()}
         options[TYPED_OPTION] = TYPED
         typed = self.cfg.potential.startswith(TYPED)
-        self.select = pn.widgets.Select(name="Potential", options=options,
-                                        value=TYPED if typed else self.cfg.potential, sizing_mode="stretch_width")
-        self.expr = pn.widgets.TextInput(name="U(x) or U(x, y)", placeholder="e.g. x^4 - 2*x^2 + 0.3*x",
-                                         value=self.cfg.potential[len(TYPED):] if typed else "x^4 - 2*x^2",
-                                         visible=typed, sizing_mode="stretch_width", css_classes=["expr-input"])
-        self.status = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["expr-status"], margin=(0, 10))
+        self.select = pn.widgets.Select(name="Target", options=options, value=TYPED if typed else self.cfg.potential,
+                                        sizing_mode="stretch_width", stylesheets=[HEADING_LABEL])
+        self.expr = self.status = None        # the field for a typed U: made when first asked for
         self.info = pn.pane.HTML(pn.bind(self._info, lab.param.version), sizing_mode="stretch_width", margin=(0, 10))
         self.formula = pn.pane.LaTeX(pn.bind(self._formula, lab.param.version), renderer="katex",
                                      sizing_mode="stretch_width", margin=(0, 10),
                                      styles={"font-size": "0.9em", "overflow-x": "auto"})
         self._pending = None
+        self.layout = pn.Column(self.select, self.formula, self.info, sizing_mode="stretch_width")
+        if typed:
+            self._typed_field()
         self.select.param.watch(self._on_select, "value")
-        self.expr.param.watch(self._on_text, "value_input")
         self.cfg.param.watch(self._follow, "potential")
+
+    def _typed_field(self):
+        if self.expr is not None:
+            self.expr.visible = True
+            return
+        typed = self.cfg.potential.startswith(TYPED)
+        self.expr = pn.widgets.TextInput(name="U(x) or U(x, y)", placeholder="e.g. x^4 - 2*x^2 + 0.3*x",
+                                         value=self.cfg.potential[len(TYPED):] if typed else "x^4 - 2*x^2",
+                                         sizing_mode="stretch_width", css_classes=["expr-input"])
+        self.status = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["expr-status"], margin=(0, 10))
+        self.expr.param.watch(self._on_text, "value_input")
+        self.layout[1:1] = [self.expr, self.status]
 
     def _on_select(self, event):
         if event.new == TYPED:
-            self.expr.visible = True
+            self._typed_field()
             self._on_text(None)
         else:
-            self.expr.visible = False
-            self.status.object = ""
+            if self.expr is not None:
+                self.expr.visible = False
+                self.status.object = ""
             self.lab.block("potential", None)
             self.cfg.potential = event.new
 
@@ -108,6 +123,10 @@ class PotentialPicker(Viewer):
         value = TYPED if typed else event.new
         if self.select.value != value:
             self.select.value = value
+        if typed:
+            self._typed_field()
+        if self.expr is None:
+            return
         # never echo text back into the field while someone types in it: it would eat keystrokes
         typing = (self.expr.value_input or "").strip()
         if typed and typing != event.new[len(TYPED):].strip():
@@ -125,7 +144,7 @@ class PotentialPicker(Viewer):
         return f"<div style='font-size:12px;color:#444'>{html.escape(pot.description)} (dimension {pot.dim})</div>"
 
     def __panel__(self):
-        return pn.Column(self.select, self.expr, self.status, self.formula, self.info, sizing_mode="stretch_width")
+        return self.layout
 
 
 def shown_params(sampler: str, overrides: dict) -> dict[str, str]:
@@ -253,7 +272,7 @@ class SamplerPicker(Viewer):
         options["Your design (H, D, Q)"] = DESIGN
         self.select = pn.widgets.Select(name="Sampler" if side == "A" else "Sampler B", options=options,
                                         value=getattr(self.cfg, self.key), sizing_mode="stretch_width",
-                                        css_classes=[f"sampler-select-{side.lower()}"])
+                                        css_classes=[f"sampler-select-{side.lower()}"], stylesheets=[HEADING_LABEL])
         self.doc = pn.pane.HTML(pn.bind(describe_sampler, self.cfg.param[self.key]), sizing_mode="stretch_width",
                                 margin=(0, 10))
         self.fields = ParamFields(lab, side)

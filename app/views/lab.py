@@ -153,8 +153,7 @@ class LabView(Viewer):
         self.npz = pn.widgets.FileDownload(callback=self._npz, filename="samples.npz", label="Samples (NPZ)",
                                            css_classes=["npz-download"], **button)
         self.controls = pn.Column(
-            pn.pane.HTML("<b>Target</b>", margin=(5, 10)), PotentialPicker(lab),
-            pn.pane.HTML("<b>Sampler</b>", margin=(5, 10)), SamplerPicker(lab, "A"), self.design_button,
+            PotentialPicker(lab), SamplerPicker(lab, "A"), self.design_button,
             pn.pane.HTML("<b>Run</b>", margin=(5, 10)), RunControls(lab),
             CompareControls(lab),
             pn.pane.HTML("<b>Export</b> <span style='font-size:12px;color:#555'>(every chain's states since "

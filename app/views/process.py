@@ -27,8 +27,12 @@ def prepare_process() -> None:
     # (A flag, not gc.get_freeze_count(): that counts the frozen objects one by one, tens of ms per call.)
     gc.collect()
     gc.freeze()
-    # Bokeh checks each new document's models (it logs what it finds), a tenth of a lab page open's CPU:
-    # the browser tests keep the check (tests/app_browser_support.py sets BOKEH_VALIDATE_DOC=true), a
-    # server skips it unless its environment asks for it.
+    # Bokeh checks each new document's models (it logs what it finds), a tenth of a lab page open's CPU, and
+    # the signature of each callback Panel registers on a model ("expensive error diagnostics", Bokeh's words;
+    # inspect.signature, hundreds per page): both are checks of the app's own code, which the browser tests
+    # keep (tests/app_browser_support.py sets both variables to true); a server skips them unless its
+    # environment asks for them.
     if "BOKEH_VALIDATE_DOC" not in os.environ:
         settings.perform_document_validation.set_value(False)
+    if "BOKEH_PERFORM_ERROR_DIAGNOSTICS" not in os.environ:
+        settings.perform_error_diagnostics.set_value(False)
