@@ -1,4 +1,4 @@
-"""Two of Bokeh's property functions, made cheaper for the server: same results, less work.
+"""Bokeh's property functions and its message writes, made cheaper for the server: same results, less work.
 
 Serialising a model (a page open's document, each new model of a frame) asks
 `HasProps.query_properties_with_values` for the properties that differ from their defaults. Bokeh's own
@@ -15,15 +15,24 @@ then validated. Panel reads hundreds per widget it links. Where the default is a
 (a string, number, bool or None; not a theme's, not made by a function) the validated value is kept per
 property and class and handed out again: it cannot be changed in place, and equal to what Bokeh would make.
 
-Both replace exactly the Bokeh code they were written against: `install()` checks the source of the
+`Message.send` writes a message's parts (header, metadata, content, then two per binary buffer) one by one,
+awaiting each: tornado wraps each websocket write in a task, so each part costs a turn of the event loop, and
+under load a turn is every playing session's frame. A page's document (a dozen buffers) then reached its
+browser 10-25 s after it asked, and each frame held its session's document lock for as many turns. The
+version here hands tornado every part at once, in order, under the same write lock, and awaits them together
+(tornado: awaiting each write is optional; errors still come back). Only for the server's websockets.
+
+All replace exactly the Bokeh code they were written against: `install()` checks the source of the
 originals and leaves Bokeh as it is if that changed (`tests/test_bokeh_speedups.py` then fails, so that
 someone reads the new code). The same test checks, model by model on the lab's page, that the
 replacement returns what Bokeh's own function does.
 """
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import inspect
+import json
 import logging
 from functools import lru_cache
 
@@ -32,13 +41,16 @@ from bokeh.core.property.bases import Property
 from bokeh.core.property.descriptors import UnsetValueError
 from bokeh.core.property.singletons import Undefined
 from bokeh.core.property.wrappers import PropertyValueContainer
+from bokeh.protocol.message import Message
+from bokeh.server.views.ws import WSHandler
+from tornado.websocket import WebSocketHandler
 
 # sha256 (first 16 hex digits) of the originals' source, as in Bokeh 3.9
 REVIEWED = {"query_properties_with_values": "e864a09d384658f4", "_overridden_defaults": "c3b1c82a295e3b8b",
-            "themed_default": "6285cc20a7905875"}
+            "themed_default": "6285cc20a7905875", "send": "48e6486395a88c00", "write_buffers": "35932fcd159dc97d"}
 ORIGINAL = {"query_properties_with_values": HasProps.query_properties_with_values,
             "_overridden_defaults": HasProps._overridden_defaults.__func__,
-            "themed_default": Property.themed_default}
+            "themed_default": Property.themed_default, "send": Message.send, "write_buffers": Message.write_buffers}
 IMMUTABLE = (str, int, float, bool, type(None))
 _defaults: dict = {}
 log = logging.getLogger(__name__)
@@ -98,6 +110,32 @@ def themed_default(self, cls, name, theme_overrides, *, no_eval=False):
     return value
 
 
+def parts(message: Message) -> list[tuple[str | bytes, bool]]:
+    """A message's websocket frames in Bokeh's order: (payload, binary)."""
+    out = [(message.header_json, False), (message.metadata_json, False), (message.content_json, False)]
+    for buffer in message._buffers:
+        out += [(json.dumps(buffer.ref), False), (buffer.to_bytes(), True)]
+    return out
+
+
+async def send(self, conn) -> int:
+    """Bokeh's `Message.send`, every part handed to tornado before any is awaited (see the module's docstring)."""
+    if not isinstance(conn, WSHandler):
+        return await ORIGINAL["send"](self, conn)
+    with await conn.write_lock.acquire():
+        frames = parts(self)
+        writes = []
+        try:
+            for payload, binary in frames:
+                writes.append(WebSocketHandler.write_message(conn, payload, binary=binary))
+        finally:       # a socket closed part-way: the writes already made are awaited all the same
+            results = await asyncio.gather(*writes, return_exceptions=True)
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
+        return sum(len(payload) for payload, _ in frames)
+
+
 def installed() -> bool:
     return HasProps.query_properties_with_values is query_properties_with_values
 
@@ -112,5 +150,6 @@ def install() -> bool:
         return False
     HasProps.query_properties_with_values = query_properties_with_values
     Property.themed_default = themed_default
+    Message.send = send
     HasProps._overridden_defaults = classmethod(lru_cache(None)(ORIGINAL["_overridden_defaults"]))
     return True
