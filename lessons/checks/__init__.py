@@ -63,6 +63,7 @@ CHECKS = {
     "scir_moments": scir.scir_moments,
     "scir_sparse_quantiles": scir.scir_sparse_quantiles,
     "sgrld_boundary_bias": scir.sgrld_boundary_bias,
+    "sgrhmc_simplex_boundary": scir.sgrhmc_simplex_boundary,
     # 12 Temperature, annealing and Santa
     "santa_annealing": santa.santa_annealing,
 }
