@@ -300,6 +300,9 @@ class LabView(Viewer):
         self.kl = KLHistory(self.lab.runs, [p.title for p in self.plots])
         self.kl_area.objects = [pn.pane.Bokeh(column(self.kl.fig, sizing_mode="stretch_width"),
                                               sizing_mode="stretch_width")]
+        # as for new figures: the next frame waits a round, or its stream into the history's sources could reach
+        # the page before Panel has sent their models ("reference … isn't known", CI: the sgrhmc compare test)
+        self._fresh = True
         return False
 
     def _extra(self, side):
