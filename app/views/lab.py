@@ -289,20 +289,27 @@ class LabView(Viewer):
         else:
             self.kl = None
             self.kl_area.objects = [pn.pane.HTML(KL_LATER_HTML, margin=(0, 10))] if self.plots else []
+            if lab.playing:
+                self._make_kl()
 
-    def _start_kl(self) -> bool:
-        """The KL history is empty until a run has stepped, and its figure is a seventh of a page open's models:
-        built at the first step. False in the call that builds it (its models reach the browser after it)."""
-        if self.kl is not None:
-            return True
-        if not self.plots or not any(run.t for run in self.lab.runs):
-            return False
+    # The KL history is empty until a run has stepped, and its figure is a seventh of a page open's models: it is
+    # built when Play is pressed or a paused run steps, never inside a frame (a frame's stream into its sources
+    # could reach the page before Panel has sent their models: "reference … isn't known").
+    def _make_kl(self) -> None:
+        if self.kl is not None or not self.plots:
+            return
         self.kl = KLHistory(self.lab.runs, [p.title for p in self.plots])
         self.kl_area.objects = [pn.pane.Bokeh(column(self.kl.fig, sizing_mode="stretch_width"),
                                               sizing_mode="stretch_width")]
-        # as for new figures: the next frame waits a round, or its stream into the history's sources could reach
-        # the page before Panel has sent their models ("reference … isn't known", CI: the sgrhmc compare test)
-        self._fresh = True
+        self._fresh = True            # as after new figures: the next frame waits a round
+
+    def _start_kl(self) -> bool:
+        """Whether the KL history is there to update; a paused step builds it (False in that call: its models
+        reach the browser after it)."""
+        if self.kl is not None:
+            return True
+        if not self.loop.in_frame and any(run.t for run in self.lab.runs):
+            self._make_kl()
         return False
 
     def _extra(self, side):
@@ -335,6 +342,7 @@ class LabView(Viewer):
 
     def _on_playing(self, event):
         if event.new:
+            self.loop.with_lock(self._make_kl)
             self.loop.start()
         else:
             self.loop.stop()
@@ -342,7 +350,7 @@ class LabView(Viewer):
 
     def _ready(self) -> bool:
         """False while the figures of new runs are not up in the browser yet (skips one frame)."""
-        if self.loop.pending(self._rebuild_plots) or self._fresh:
+        if self.loop.pending(self._rebuild_plots) or self.loop.pending(self._make_kl) or self._fresh:
             self._fresh = False
             return False
         return True
