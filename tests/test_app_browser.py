@@ -28,9 +28,9 @@ IGNORED_CONSOLE = ("could not determine", "could not set initial ranges")   # Bo
 class Page:
     """A page on the lab with its console errors and any request that left the machine."""
 
-    def __init__(self, browser, server, width=1280, height=800):
+    def __init__(self, browser, server, width=1280, height=800, scale=1):
         self.server = server
-        self.page = browser.new_page(viewport={"width": width, "height": height})
+        self.page = browser.new_page(viewport={"width": width, "height": height}, device_scale_factor=scale)
         self.errors, self.external = [], []
         self.page.on("console", self._console)
         self.page.on("pageerror", lambda exc: self.errors.append(f"pageerror: {exc}"))

@@ -24,13 +24,7 @@ def pages(browser, server):
     made = []
 
     def make(query="", width=1280, height=800, scale=1):
-        p = Page(browser, server, width, height)
-        if scale != 1:      # a zoomed screen: its own page, with the device scale
-            p.page.close()
-            p.page = browser.new_page(viewport={"width": width, "height": height}, device_scale_factor=scale)
-            p.page.on("console", p._console)
-            p.page.on("pageerror", lambda exc: p.errors.append(f"pageerror: {exc}"))
-            p.page.set_default_timeout(30_000)
+        p = Page(browser, server, width, height, scale)
         made.append(p)
         p.open(query)
         return p
