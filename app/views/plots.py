@@ -66,6 +66,8 @@ LIVE = "overlay"   # the level of renderers whose data change every frame (see t
 # outline doubles the canvas work per point, and software rendering fills squares faster than circles)
 ENSEMBLE_STYLE = dict(x="x", y="y", size=3, fill_color="#333333", fill_alpha=0.45, line_color=None, marker="square")
 HIGHLIGHT_STYLE = dict(x="x", y="y", size=9, line_color="black")
+
+
 def stand_in_source() -> ColumnDataSource:
     """The data of a view's legend stand-ins (see _legend): one NaN row, one source for all of them."""
     return ColumnDataSource({c: [math.nan] for c in ("x", "y", "left", "right", "top", "bottom")})
@@ -75,8 +77,6 @@ def _lighten(figs) -> None:
     """Fewer models for the same picture: each model of a page costs the server at the page's open and
     in every frame's message (docs/notes/page-open.md).
     * One ticker and one label policy for the linear axes (and their grids): both are stateless in BokehJS.
-    * No explicit nonselection and muted glyphs (Bokeh's plotting API makes both for every renderer):
-      nothing here selects or mutes, and "auto" draws the same if anything ever did.
     * One AllIndices filter for the renderers' views and one selection policy for their sources: both are
       stateless in BokehJS, and Bokeh makes one per renderer and per source.
     (Renderers of one source sharing one view lost the legend's scatter markers: BokehJS keeps a view per
@@ -86,7 +86,6 @@ def _lighten(figs) -> None:
     for f in figs:
         for r in f.renderers:
             if isinstance(r, GlyphRenderer):
-                r.nonselection_glyph = r.muted_glyph = "auto"
                 if type(r.view.filter) is AllIndices:
                     r.view.filter = everything
                 if isinstance(r.data_source, ColumnDataSource):
