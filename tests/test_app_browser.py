@@ -107,8 +107,10 @@ DEEP_TEXT = """el => {
 }"""
 
 
-def deep_text(locator) -> str:
-    return locator.evaluate(DEEP_TEXT, timeout=1000)
+def deep_text(locator, timeout: float = 15000) -> str:
+    # generous: a page drawing a running demo beside a busy second worker can take seconds
+    # to answer an evaluate on an element it already shows
+    return locator.evaluate(DEEP_TEXT, timeout=timeout)
 
 
 def wait_text(locator, pattern: str, timeout: float = 30.0):
@@ -116,7 +118,7 @@ def wait_text(locator, pattern: str, timeout: float = 30.0):
     text = ""
     while time.monotonic() < deadline:
         try:
-            text = deep_text(locator)
+            text = deep_text(locator, timeout=2000)
         except playwright_api.Error:
             text = ""
         if re.search(pattern, text, re.I):
@@ -652,8 +654,7 @@ def test_a_lesson_demo_in_a_narrow_window_wraps_its_buttons_and_shows_the_speed_
         label = page.locator(".lesson-demo-buttons .bk-slider-title").first
         label.wait_for(timeout=60000)
         # the header names the samplers by title, not by registry key
-        page.locator(".lesson-demo-header").first.wait_for()
-        header = deep_text(page.locator(".lesson-demo-header").first)
+        header = wait_text(page.locator(".lesson-demo-header").first, "naive SGHMC", timeout=60)
         assert "naive SGHMC" in header and "sghmc-naive" not in header
         clipped = label.evaluate("el => el.scrollWidth > el.clientWidth + 1")
         assert not clipped, deep_text(label)
