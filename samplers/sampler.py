@@ -274,6 +274,11 @@ class Sampler:
         """The same sampler stepping an edited (H, D, Q) through the generic engine."""
         if recipe.n != self.n:
             raise SamplerError(f"the edited recipe has {recipe.n} state variables, the sampler {self.n}")
+        if self.needs_fast_path():
+            # the specialised scheme is written for the declared (H, D, Q): it would step past an edit unseen
+            raise SamplerError(f"an edited (H, D, Q) is stepped by the generic engine, which implements the Euler "
+                               f"scheme only: set {', '.join(f'{k} = euler' for k in self.spec.fast_only)} to edit "
+                               f"{self.name}")
         other = copy.copy(self)
         other._recipe, other._edited = recipe, True
         return other

@@ -295,6 +295,8 @@ def test_the_simplex_and_santa_preset_links_play(lab, key):
     page = p.page
     page.locator("[data-metric='t-b']").first.wait_for()
     assert pair.label in page.locator(".pair-select select").first.inner_text()
+    start = page.locator(".start-select select").first.evaluate("s => s.options[s.selectedIndex].text")
+    assert start == ("at exact draws of the target" if pair.start == "exact" else "near the start point"), start
     kl_before = metric(page, "kl", "a")
     play_button(page).click()
     wait_for_step(page, 200, "a", timeout=120)

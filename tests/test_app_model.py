@@ -644,3 +644,30 @@ def test_a_frame_bins_its_steps_at_once_as_step_by_step_would():
         np.testing.assert_array_equal(a, b)
     assert one.samples.steps == many.samples.steps
     np.testing.assert_array_equal(one.take_path_points(), many.take_path_points())
+
+
+def test_chains_can_start_at_exact_draws_of_the_target():
+    """start=exact puts the chains at exact draws (the simplex's theta ~ Gamma(a), not its omega view), from a
+    stream of their own, so steps match the default start's; a target without a sampler says so, naming the field."""
+    near = lab_for(potential="sparse-dirichlet", sampler="scir", batch=10, chains=4000)
+    exact = lab_for(potential="sparse-dirichlet", sampler="scir", batch=10, chains=4000, start="exact")
+    a = exact.potential.shape
+    theta = exact.runs[0].ens.z[:, :10]
+    # the a = 800.1 component: near its start point the chains sit at omega's scale, far below Gamma(800)'s
+    assert abs(theta[:, 0].mean() - a[0]) < 4 * np.sqrt(a[0] / 4000) and near.runs[0].ens.z[:, 0].mean() < 2
+    # the sparse ones spread down to 1e-10 and below, as Gamma(0.1) does (median 5.7e-4, 10 % quantile 7e-11)
+    q = np.quantile(theta[:, 3:].ravel(), [0.1, 0.5])
+    assert 1e-12 < q[0] < 1e-9 and 1e-4 < q[1] < 3e-3, q
+    gauss = lab_for(potential="gaussian", sampler="sgld", chains=20000, start="exact")
+    x = gauss.runs[0].ens.z[:, 0]
+    sd = gauss.potential.exact_states(100_000, np.random.default_rng(0)).std()
+    assert abs(x.mean()) < 4 * sd / np.sqrt(20000) and abs(x.std() / sd - 1) < 0.03
+    typed = lab_for(potential="expr:x**4", sampler="sgld", start="exact")
+    assert "Start: " in str(typed.blocks) and "no exact sampler" in str(typed.blocks), typed.blocks
+    upd, errors = from_query({"start": "exact"})
+    assert upd == {"start": "exact"} and not errors
+    upd, errors = from_query({"start": "<b>x</b>"})
+    assert "start" not in upd and "must be one of near, exact" in errors[0]
+    assert "start=exact" in query_string(exact.config, {})
+    pair = {p.key: p for p in compare_pairs()}["sgrhmc-simplex-naive:sgrhmc-simplex"]
+    assert "start=exact" in pair.query()

@@ -25,6 +25,9 @@ class LabConfig(param.Parameterized):
     seed = param.Integer(default=1, bounds=(0, 2**32 - 1))
     speed = param.Integer(default=5, bounds=(1, 1000), doc="steps per frame")
     burn = param.Integer(default=100, bounds=(0, 10**7), doc="steps before the histogram accumulates")
+    start = param.Selector(default="near", objects=["near", "exact"],
+                           doc="near: chains start about the target's start point; exact: at exact draws of the "
+                               "target (where it has a sampler), so what a sampler does to the law shows at once")
     D = param.List(default=None, allow_None=True, doc="edited D cells of sampler A (None: its own)")
     Q = param.List(default=None, allow_None=True)
     naive = param.Boolean(default=None, allow_None=True,

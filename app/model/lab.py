@@ -266,7 +266,8 @@ def build(cfg: LabConfig, fallback: bool, have_runs: bool) -> Built:
         if side.key is not None:
             side.residual = residual(side.recipe, pot, side.key)
     try:
-        runs = [LiveRun(side.sampler, cfg.chains, cfg.seed, cfg.burn, label=side.label) for side in built]
+        runs = [LiveRun(side.sampler, cfg.chains, cfg.seed, cfg.burn, label=side.label, start=cfg.start)
+                for side in built]
         if cfg.log_view:
             for run in runs:
                 run.enable_log_marginal()

@@ -65,13 +65,20 @@ class LiveRun:
 
     def __init__(self, sampler: Sampler, chains: int, seed: int, burn: int = 100, thin: int = 1,
                  n_paths: int = 3, max_points: int = 2000, ess_chains: int = 128, ess_len: int = 256,
-                 label: str = "A"):
+                 label: str = "A", start: str = "near"):
         self.sampler, self.label = sampler, label
         self.pot = pot = sampler.target   # exp(-beta U) at this side's inverse temperature
         self.dim = pot.dim
         self.plot_dims = min(self.dim, 2)
         self.burn, self.thin = int(burn), max(1, int(thin))
         self.ens = Ensemble(sampler, chains, seed)
+        if start == "exact":
+            # a stream of its own: the same seed gives the same steps whichever start is chosen
+            draws = pot.exact_states(self.ens.z.shape[0], np.random.default_rng([int(seed), 1]))
+            if draws is None:
+                raise ValueError(f"Start: {pot.name} has no exact sampler to start the chains from; "
+                                 "start them near its start point instead")
+            self.ens.z[:, :pot.dim] = draws
         self.chains = self.ens.z.shape[0]
         self.max_points = int(max_points)
         columns = list(range(self.ens.z.shape[1]))

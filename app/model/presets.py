@@ -97,6 +97,7 @@ class Pair:
     batch: int | None = None      # SGRLD and SCIR on the simplex take their noise from minibatches of the counts
     params: dict = field(default_factory=dict)      # overrides of a's parameters
     params_b: dict = field(default_factory=dict)
+    start: str = "near"
 
     def query(self) -> str:
         """The pair as a lab link."""
@@ -104,6 +105,7 @@ class Pair:
         q |= {"pot": self.potential} if self.potential else {}
         q |= {"batch": self.batch} if self.batch else {}
         q |= {"log": 1} if self.log_view else {}
+        q |= {"start": self.start} if self.start != "near" else {}
         q |= {f"a.{k}": v for k, v in self.params.items()} | {f"b.{k}": v for k, v in self.params_b.items()}
         return urlencode({k: str(v) for k, v in q.items()})
 
@@ -136,7 +138,7 @@ def compare_pairs() -> list[Pair]:
         pairs.append(Pair("sgrhmc-simplex-naive:sgrhmc-simplex",
                           f"naive gSGRHMC vs gSGRHMC on {dirichlet[0]} (splitting, log scale)",
                           "sgrhmc-simplex-naive", "sgrhmc-simplex", potential=dirichlet[0], log_view=True, batch=10,
-                          params=SIMPLEX_SPLITTING, params_b=SIMPLEX_SPLITTING))
+                          params=SIMPLEX_SPLITTING, params_b=SIMPLEX_SPLITTING, start="exact"))
     if {"santa", "sghmc"} <= set(names) and "tilted-double-well" in potential_names():
         pairs.append(Pair("santa-annealed:sghmc", "annealed Santa vs SGHMC on tilted-double-well", "santa", "sghmc",
                           potential="tilted-double-well", params=ANNEALED_SANTA))

@@ -1,7 +1,7 @@
 """The configuration as a URL query, and back: a pasted link reproduces the run, seed included.
 
 Keys are short and stable: pot, s, a.<param>, cmp, sb, b.<param>, V, batch, n, seed, speed,
-burn, D, Q (JSON lists of cell strings), naive, log, design (the designed sampler as JSON, written while a
+burn, start, D, Q (JSON lists of cell strings), naive, log, design (the designed sampler as JSON, written while a
 side runs it). Navigation adds tab, lesson, play, present and
 recipe (the recipe editor open).
 Nothing from a URL is evaluated: values are parsed as numbers, names are checked against the
@@ -21,7 +21,8 @@ from .design import DESIGN, from_json, to_json, uses_design
 from .presets import known_potential, validate_params
 
 SIMPLE = {"potential": "pot", "sampler": "s", "compare": "cmp", "sampler_b": "sb", "V": "V", "batch": "batch",
-          "chains": "n", "seed": "seed", "speed": "speed", "burn": "burn", "naive": "naive", "log_view": "log"}
+          "chains": "n", "seed": "seed", "speed": "speed", "burn": "burn", "naive": "naive", "log_view": "log",
+          "start": "start"}
 ALWAYS = ("potential", "sampler", "V", "chains", "seed")   # written even at their defaults: links stay explicit
 NAV_KEYS = ("tab", "lesson", "play", "present", "recipe")
 MAX_CELLS_JSON = 4000
@@ -127,12 +128,23 @@ def _reason(text, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+def _choice(name):
+    objects = LabConfig.param[name].objects
+
+    def parse(text: str) -> str:
+        if text not in objects:
+            raise ValueError(f"must be one of {', '.join(objects)}")
+        return text
+    return parse
+
+
 def from_query(query: dict[str, str]) -> tuple[dict, list[str]]:
     """Parameter updates for LabConfig from query items, and a message per item that was ignored."""
     sampler_names()   # loads every module that registers samplers
     upd, errors = {}, []
     parsers = {"potential": str, "sampler": str, "sampler_b": str, "V": _float, "batch": _int, "chains": _int,
-               "seed": _int, "speed": _int, "burn": _int, "compare": _bool, "naive": _bool, "log_view": _bool}
+               "seed": _int, "speed": _int, "burn": _int, "compare": _bool, "naive": _bool, "log_view": _bool,
+               "start": _choice("start")}
     names = {v: k for k, v in SIMPLE.items()}
     params_a, params_b = {}, {}
     for key, text in query.items():

@@ -323,6 +323,10 @@ class RunControls(Viewer):
                                                   disabled=pn.bind(self._minibatch, *noise))
         self.burn = pn.widgets.IntInput.from_param(self.cfg.param.burn, name="Burn-in (steps)", step=50,
                                                    sizing_mode="stretch_width")
+        self.start = pn.widgets.Select.from_param(self.cfg.param.start, name="Chains start",
+                                                  options={"near the start point": "near",
+                                                           "at exact draws of the target": "exact"},
+                                                  sizing_mode="stretch_width", css_classes=["start-select"])
         self.noise = pn.widgets.RadioButtonGroup(options=["simulated noise V", "real minibatches"],
                                                  value="real minibatches" if self.cfg.batch else "simulated noise V",
                                                  sizing_mode="stretch_width",
@@ -360,7 +364,7 @@ class RunControls(Viewer):
     def __panel__(self):
         return pn.Column(pn.Row(self.play, self.step, self.reset), self.speed, self.limit,
                          pn.Row(self.chains, self.seed, sizing_mode="stretch_width"),
-                         pn.Row(self.V, self.burn, sizing_mode="stretch_width"), self.noise, self.batch,
+                         pn.Row(self.V, self.burn, sizing_mode="stretch_width"), self.start, self.noise, self.batch,
                          sizing_mode="stretch_width")
 
 
@@ -395,7 +399,7 @@ class CompareControls(Viewer):
             return
         upd = dict(compare=True, sampler=pair.a, sampler_b=pair.b, params=dict(pair.params),
                    params_b=dict(pair.params_b), D=None, Q=None,
-                   naive=None, log_view=pair.log_view, batch=pair.batch)
+                   naive=None, log_view=pair.log_view, batch=pair.batch, start=pair.start)
         if pair.potential:
             upd["potential"] = pair.potential
         self.cfg.param.update(**upd)

@@ -40,8 +40,9 @@ Gamma_r_k = d sqrt|theta_k| / d theta_k = 1 / (2 sqrt theta_k) on theta > 0, so 
 In phi = 2 sqrt(theta) this is SGHMC with friction theta on the law phi^{2a-1} e^{-phi^2/4}; without Gamma
 (the naive form) the force is that of phi^{2a-2} e^{-phi^2/4}: the law of theta becomes Gamma(a - 1/2),
 which for a <= 1/2 (the sparse components, a = 0.1) is not a law at all, and those chains collapse to 0.
-That Euler step diverges where a < 1/2: the kick (a - 1/2)/sqrt(theta) at a tiny theta. integrator = splitting
-steps the same SDE by a splitting in phi whose pieces are solved exactly (`sgrhmc_simplex_splitting`).
+That Euler step diverges where a < 1/2: the kick (a - 1/2)/sqrt(theta) at a tiny theta. So the default,
+integrator = splitting, steps the same SDE by a splitting in phi whose pieces are solved exactly
+(`sgrhmc_simplex_splitting`); integrator = euler is Algorithm 1, the step the engine takes.
 
 Targets are the `SimplexPotential`s of `dirichlet.py` (gamma:a, dirichlet:..., sparse-/dense-dirichlet).
 The state is theta; what a run keeps is `potential.theta_view(theta)` = omega on the simplex.
@@ -414,14 +415,15 @@ SGRHMC_SIMPLEX_DOC = (
     "Q = [[0, −diag(θ)^½], [diag(θ)^½, 0]], Γ_r = 1/(2√θ); r ← r − ε√θ∇Ũ + ε/(2√θ) − εθr + N(0, εθ(2 − εB̂)), "
     "θ ← θ + ε√θ r (Algorithm 1's signs, errata E1). The friction εθ_k must stay below 2 (ε < 0.0025 for a "
     "component near 800), and the Euler step diverges on components with a < ½, where the force (a − ½)/√θ "
-    "pulls to 0 without bound (the sparse Dirichlet's α = 0.1). " + "integrator: euler (Algorithm 1) or "
-    "splitting: in φ = 2√θ, an exact OU step for the friction θ, the kick −φ/2, and the exact flow of "
-    "r²/2 + (1 − 2â) log φ (folded at 0), as O(ε/2) B(ε/2) A(ε) B(ε/2) O(ε/2); stable at any a and ε θ (Bhat = 0). ")
+    "pulls to 0 without bound (the sparse Dirichlet's α = 0.1). " + "integrator: splitting (the default): in "
+    "φ = 2√θ, an exact OU step for the friction θ, the kick −φ/2, and the exact flow of r²/2 + (1 − 2â) log φ "
+    "(folded at 0), as O(ε/2) B(ε/2) A(ε) B(ε/2) O(ε/2); stable at any a and ε θ (Bhat = 0). euler: Algorithm 1, "
+    "the engine's step (needs ε θ < 2 and a ≥ ½). ")
 SGRHMC_SIMPLEX = SamplerSpec(
     name="sgrhmc-simplex", title="gSGRHMC (simplex)",
     source="recipe paper §4.2, Supplement F.2, Algorithm 1 with G(θ) = diag(θ)⁻¹ (errata E1)",
     doc=_EXPANDED + SGRHMC_SIMPLEX_DOC + _TARGETS,
-    defaults=dict(eps=0.001, Bhat=0.0, integrator="euler"), layout=_sgrhmc_simplex_layout,
+    defaults=dict(eps=0.1, Bhat=0.0, integrator="splitting"), layout=_sgrhmc_simplex_layout,
     recipe=sgrhmc_simplex_recipe, fast=sgrhmc_simplex_fast, fast_only=dict(integrator="splitting"),
     init_aux=_check_target_momentum, family="simplex", choices=dict(integrator=("euler", "splitting")))
 
@@ -429,9 +431,9 @@ SGRHMC_SIMPLEX_NAIVE = SamplerSpec(
     name="sgrhmc-simplex-naive", title="naive SGRHMC (simplex)",
     source="recipe paper Eq. (16) with G(θ) = diag(θ)⁻¹",
     doc=_EXPANDED + "gSGRHMC without Γ_r = 1/(2√θ): the θ-law becomes Gamma(a − ½) where that exists; for "
-    "a ≤ ½ (sparse components) there is none and the chains collapse towards 0. integrator: euler or "
-    "splitting (gSGRHMC's, with the same term dropped: c = 2 − 2â in the flow of r²/2 + c log φ). " + _TARGETS,
-    defaults=dict(eps=0.001, Bhat=0.0, integrator="euler"), layout=_sgrhmc_simplex_layout,
+    "a ≤ ½ (sparse components) there is none and the chains collapse towards 0. integrator: splitting "
+    "(gSGRHMC's, with the same term dropped: c = 2 − 2â in the flow of r²/2 + c log φ) or euler. " + _TARGETS,
+    defaults=dict(eps=0.1, Bhat=0.0, integrator="splitting"), layout=_sgrhmc_simplex_layout,
     recipe=sgrhmc_simplex_recipe, fast=sgrhmc_simplex_fast, fast_only=dict(integrator="splitting"),
     init_aux=_check_target_momentum, corrected="sgrhmc-simplex", family="simplex",
     choices=dict(integrator=("euler", "splitting")))

@@ -48,6 +48,8 @@ class Potential:
     known_log_z: float | None = None      # log normalising constant of exp(-U) where known in closed form
     known_marginals: dict = field(default_factory=dict)  # i -> closed-form 1-D marginal density of theta_i
     exact_sampler: Callable | None = None  # (n, rng) -> (n, dim) exact draws, where cheap
+    # exact draws of the sampled state where exact_sampler gives a view of it (the simplex's theta, not omega)
+    state_sampler: Callable | None = None
     data: object = None                    # the data set of a data posterior (for minibatches)
     start: Array | None = None             # where chains start by default
     temper: Callable | None = None         # beta -> the tempered law exp(-beta U) in closed form, where known
@@ -102,7 +104,12 @@ class Potential:
             box=box, description=f"{self.description} (tempered: exp(-{beta:g} U))",
             formula=rf"{beta:g}\,\left[{self.formula}\right]" if self.formula else "",
             known_u_min=None if self.known_u_min is None else beta * self.known_u_min, known_log_z=None,
-            known_marginals={}, exact_sampler=None, temper=None)
+            known_marginals={}, exact_sampler=None, state_sampler=None, temper=None)
+
+    def exact_states(self, n: int, rng) -> Array | None:
+        """n exact draws of the state theta the samplers move (None where the law has no cheap sampler)."""
+        draw = self.state_sampler or self.exact_sampler
+        return None if draw is None else np.asarray(draw(n, rng), float).reshape(n, self.dim)
 
     def normalise(self) -> Potential:
         """Compute the normalisation now (and check exp(-U) is integrable on the box): PotentialError if not."""

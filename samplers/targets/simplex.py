@@ -192,6 +192,7 @@ def dirichlet_potential(counts, alpha=DEFAULT_ALPHA, name: str | None = None,
         formula=r"\theta_j \sim \mathrm{Gamma}(\alpha_j + n_j, 1),\ \omega = \theta / \textstyle\sum_j \theta_j",
         known_u_min=_u_min(a), known_log_z=float(special.gammaln(a).sum()),
         known_marginals={j: margs[j].pdf for j in range(d)}, exact_sampler=sample, data=data,
+        state_sampler=lambda n, rng: rng.gamma(a, 1.0, size=(n, d)),
         start=a / total, shape=a, simplex=True)
 
 
