@@ -168,6 +168,7 @@ class ModelRuns:
         self.min_every = 1          # ... at least (doubles each time the history is thinned)
         self.step_s = 0.0           # measured: one step of both samplers, and one metric of both
         self.metric_s = 0.0
+        self._metric_times: deque = deque(maxlen=8)
         self.marks: deque = deque()     # (time, t) at each chunk's end, for the rate
         self.error: str | None = None
         self.diverged = [0 for _ in sides]
@@ -185,8 +186,10 @@ class ModelRuns:
             theta = side.ens.z[alive, : side.ens.sampler.dim]
             with np.errstate(all="ignore"):
                 values.append(float(self.model.metric(theta)) if len(theta) else math.nan)
-        took = time.perf_counter() - start
-        self.metric_s = took if not self.metric_s else 0.8 * self.metric_s + 0.2 * took
+        # its cost: the least of the last few calls (one call slowed by the other threads, the server's loop
+        # among them, would otherwise space the points out for a while)
+        self._metric_times.append(time.perf_counter() - start)
+        self.metric_s = min(self._metric_times)
         with self.lock:
             self.steps.append(self.t)
             for hist, v in zip(self.values, values):

@@ -105,7 +105,9 @@ class MetricPlot:
     def show(self, runs) -> None:
         """New runs: their titles, the metric's name, and their history so far."""
         m = runs.model
-        self.fig.title.text = f"{m.title}: {m.metric_name} ({'lower' if m.lower_is_better else 'higher'} is better)"
+        self.fig.title.text = f"{m.metric_name} against steps"
+        # where the curves are not: they start high and fall (lower is better) or start low and rise
+        self.legend.location = "top_right" if m.lower_is_better else "bottom_right"
         self.fig.yaxis.axis_label = m.metric_name
         for item, side in zip(self.legend.items, runs.sides):
             item.label = dict(value=f"{side.label}: {side.title}")
