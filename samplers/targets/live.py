@@ -36,20 +36,6 @@ class LiveModel:
 LIVE_MODELS: dict[str, tuple[str, Callable[..., LiveModel]]] = {}
 
 
-def _digits(seed: int = 0, size: str = "default") -> LiveModel:
-    from samplers.targets.models import digits_live
-    return digits_live(seed, size)
-
-
-def _pmf(seed: int = 0, size: str = "default") -> LiveModel:
-    from samplers.targets.models import pmf_live
-    return pmf_live(seed, size)
-
-
-LIVE_MODELS["logistic-digits"] = ("Logistic regression, digits 7 vs 9", _digits)
-LIVE_MODELS["pmf"] = ("Matrix factorisation (PMF), synthetic ratings", _pmf)
-
-
 def live_model(key: str, seed: int = 0, size: str = "default") -> LiveModel:
     if key not in LIVE_MODELS:
         raise KeyError(f"unknown model '{key}' (choose from {', '.join(LIVE_MODELS)})")

@@ -31,6 +31,7 @@ from scipy import sparse
 from scipy.special import expit
 
 from samplers.targets.data import LogisticData, logistic_potential
+from samplers.targets.live import LIVE_MODELS, LiveModel
 from samplers.targets.potential import Potential, PotentialError
 
 DIGITS_CLASSES = (7, 9)       # the paper's pair (label -1, +1)
@@ -397,10 +398,9 @@ DIGITS_LIVE = dict(batch=10, chains=8, params={"sghmc-naive": {"eps": 0.05, "Bha
 PMF_LIVE = dict(batch=400, chains=4, params={"sgld": {"eps": 1e-3}, "sghmc": {"eps": 0.03, "C": 15.0}})
 
 
-def digits_live(seed: int = 0, size: str = "default"):
+def digits_live(seed: int = 0, size: str = "default") -> LiveModel:
     """Logistic regression on the digits, scored by the mean test log-likelihood of the chains' averaged
     predictive; the chains start far out (FAR x N(0, I)) so the burn-in shows."""
-    from samplers.targets.live import LiveModel
     pot = digits_logistic(seed)
     data = pot.data
 
@@ -416,9 +416,8 @@ def digits_live(seed: int = 0, size: str = "default"):
                      **DIGITS_LIVE)
 
 
-def pmf_live(seed: int = 0, size: str = "default"):
+def pmf_live(seed: int = 0, size: str = "default") -> LiveModel:
     """Synthetic PMF, scored by the test RMSE of the chains' averaged predicted ratings."""
-    from samplers.targets.live import LiveModel
     pot = pmf(seed)
     data = pot.data
 
@@ -428,3 +427,9 @@ def pmf_live(seed: int = 0, size: str = "default"):
     return LiveModel("pmf", "Matrix factorisation (PMF), synthetic ratings", pot, metric, "test RMSE", True,
                      ("sgld", "sghmc"), description=pot.description,
                      **PMF_LIVE)
+
+
+# the Models page's entries (live.py imports no model module: each registers itself when it is imported, and the
+# presets import this one)
+LIVE_MODELS["logistic-digits"] = ("Logistic regression, digits 7 vs 9", digits_live)
+LIVE_MODELS["pmf"] = ("Matrix factorisation (PMF), synthetic ratings", pmf_live)
