@@ -93,9 +93,11 @@ def test_bad_link_values_are_named_escaped_and_dropped(browser, server):
         wait_until(lambda: "a.eps" not in search(page) and "seed=0" in search(page), what="the URL corrected")
         assert "model=pmf" in search(page)
         assert page.locator(".models-eps-a input").first.input_value() == ""    # the model's own step size
-        p2 = open_models(browser, server, "?tab=models&model=<b>lda</b>")
+        # an unknown model falls back to the first; play=1 plays it once built
+        p2 = open_models(browser, server, "?tab=models&model=<b>lda</b>&play=1")
         wait_text(p2.page.locator(".models-message").first, r"'model'='<b>lda</b>': unknown model")
         assert p2.page.locator(".models-message b").count() == 0
+        wait_until(lambda: number(p2.page, "step") > 10, what="the link's play=1")
         p2.page.close()
         assert not p.external and not p.errors, (p.external, p.errors)
     finally:

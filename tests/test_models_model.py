@@ -221,6 +221,7 @@ def test_a_run_nobody_watches_stops(monkeypatch):
     lab.take_points()                               # a frame again: the run goes on
     time.sleep(0.2)
     assert lab.runs.t > t
+    lab.pause()
 
 
 def test_a_step_while_paused_runs_on_a_worker(monkeypatch):

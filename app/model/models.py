@@ -32,7 +32,7 @@ import param
 
 from samplers.registry import build_sampler
 from samplers.run import Ensemble
-from samplers.targets.live import LIVE_MODELS, LiveModel, live_model
+from samplers.targets.live import LIVE_MODELS, LiveModel
 
 from .lab import MAX_STATE, USER_ERRORS, _one_line
 from .reasons import Notice, NoticeKind
@@ -289,10 +289,11 @@ class Built:
 
 def cached_model(key: str, seed: int) -> LiveModel:
     """The built model (its data), shared by the sessions: build it once per process for a few keys."""
-    k = (key, seed)
+    builder = LIVE_MODELS[key][1]
+    k = (key, seed, builder)           # the builder too: an entry registered again is built again
     model = _MODELS.get(k)
     if model is None:
-        model = _MODELS[k] = live_model(key, seed=seed)
+        model = _MODELS[k] = builder(seed=seed, size="default")
         if len(_MODELS) > MAX_MODELS:
             _MODELS.pop(next(iter(_MODELS)))
     return model
@@ -428,7 +429,8 @@ class ModelsLab(param.Parameterized):
     # -- running -------------------------------------------------------------------------------------
     def play(self) -> None:
         if self.can_run:
-            self.notice = None
+            if self.notice is not None and self.notice.kind is not NoticeKind.LINK:
+                self.notice = None       # a link's (what of it was ignored) stays: its play=1 plays at once
             self.playing = True
             self.runs.stop = False
             self.runs.restart_rate()
