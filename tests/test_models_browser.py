@@ -6,6 +6,7 @@ Screenshots go to test-artifacts/ (models-pmf.png, models-phone.png) for a perso
 """
 from __future__ import annotations
 
+import json
 import time
 from urllib.parse import quote
 
@@ -74,6 +75,15 @@ def test_pmf_plays_both_curves_grow_and_the_rate_shows(browser, server):
         wait_until(lambda: number(page, "step") == 0, what="the rebuilt run")
         page.locator(".models-step button").first.click()
         wait_until(lambda: number(page, "step") == 1, what="one step")
+        with page.expect_download() as dl:
+            page.locator(".models-csv").first.click()
+        assert dl.value.suggested_filename == "pmf_sgld_sghmc_steps0-1.csv"
+        rows = open(dl.value.path()).read().splitlines()
+        assert rows[0] == "step,test RMSE (A: sgld),test RMSE (B: sghmc)" and rows[-1].startswith("1,")
+        with page.expect_download() as dl:
+            page.locator(".models-json").first.click()
+        data = json.loads(open(dl.value.path()).read())
+        assert data["settings"]["samplers"]["A"]["params"]["eps"] == 0.002 and data["runs"][1]["steps"] == [0, 1]
         assert not p.errors and not p.external, (p.errors, p.external)
         assert not server.server_errors()
     finally:
