@@ -1,24 +1,27 @@
-"""The whole page: a header and three sections (Lab, Lessons, Paper figures), with the URL kept
-in step with the configuration so a copied link reproduces the run."""
+"""The whole page: a header and four sections (Lab, Lessons, Paper figures, Models), with the URL kept
+in step with the configuration of the section shown, so a copied link reproduces the run."""
 from __future__ import annotations
 
 import html
 import logging
+from urllib.parse import urlencode
 
 import panel as pn
 from panel.viewable import Viewer
 
 from ..model.config import LabConfig
 from ..model.lab import Lab
+from ..model.models import apply_models_query, models_query
 from ..model.reasons import Notice, NoticeKind
-from ..model.urlstate import apply_query, parse_search, query_string
+from ..model.urlstate import NAV_KEYS, apply_query, parse_search, query_string
 from .figures import FiguresView
 from .frame_loop import session_schedule
 from .lab import LabView
 from .lessons import LessonsView
+from .models import ModelsView, models_view
 
-TABS = ["lab", "lessons", "figures"]
-TITLES = ["Lab", "Lessons", "Paper figures"]
+TABS = ["lab", "lessons", "figures", "models"]
+TITLES = ["Lab", "Lessons", "Paper figures", "Models"]
 LATE_MESSAGE = "dropped a message from a page that has gone (Bokeh had already let go of its session)"
 
 
@@ -58,17 +61,21 @@ class AppView(Viewer):
     def __init__(self, search: str = "", **params):
         super().__init__(**params)
         query = parse_search(search)
+        tab = query.get("tab", "lab")
+        # a Models link holds the Models page's configuration, not the lab's (models.py reads it)
+        self._models_query = query if tab == "models" else None
         self.config = LabConfig()
-        errors = apply_query(self.config, query)
+        errors = apply_query(self.config, {k: v for k, v in query.items() if k in NAV_KEYS}
+                             if tab == "models" else query)
         self.lab = Lab(self.config, schedule=session_schedule(pn.state.curdoc))
         self._report_ignored(errors)
         self.lab_view: LabView | None = None
         self.lessons: LessonsView | None = None
         self.figures: FiguresView | None = None
+        self.models: ModelsView | None = None
         self._lesson = query.get("lesson", "")     # the lesson the Lessons section opens on
         self._recipe_open = query.get("recipe", "") in ("1", "true")
         self._doc = None
-        tab = query.get("tab", "lab")
         self.tabs = pn.Tabs(*[(title, pn.Column()) for title in TITLES],
                             active=TABS.index(tab) if tab in TABS else 0,
                             sizing_mode="stretch_width", dynamic=True, css_classes=["sections"])
@@ -107,9 +114,21 @@ class AppView(Viewer):
             self._watch_lesson()
         elif tab == "figures" and self.figures is None:
             self.figures = view = FiguresView()
+        elif tab == "models" and self.models is None:
+            self.models = view = models_view(self._models_query or {}, doc=self._doc or pn.state.curdoc)
+            view.present(self.presenting)
+            if self._doc is not None:
+                view.attach(self._doc)
+            if self._location is not None:
+                self._watch_models()
+            if self.autoplay:
+                view.lab.play()
         else:
             return
         self.tabs[self.tabs.active] = (TITLES[self.tabs.active], view)
+
+    def _watch_models(self) -> None:
+        self.models.cfg.param.watch(self._write_url, list(self.models.cfg.param.values().keys() - {"name"}))
 
     def _watch_lesson(self) -> None:
         select = getattr(self.lessons, "select", None)
@@ -127,7 +146,7 @@ class AppView(Viewer):
         on = self.presenting
         self.present_button.name = "End presentation" if on else "Present"
         self.present_button.width = 150 if on else 90
-        for view in (self.lab_view, self.lessons):
+        for view in (self.lab_view, self.lessons, self.models):
             if view is not None:
                 view.present(on)
         self._show_heading()
@@ -146,6 +165,9 @@ class AppView(Viewer):
             title = self.lessons.title if self.lessons is not None else ""
         elif tab == "lab" and self.lab.sides:
             title = " vs ".join(side.title for side in self.lab.sides) + f" on {self.config.potential}"
+        elif tab == "models":
+            runs = self.models.lab.runs if self.models is not None else None
+            title = (" vs ".join(s.title for s in runs.sides) + f" on {runs.model.title}") if runs else "Models"
         else:
             title = "Paper figures"
         self.heading.object = (f"<div class='present-title' style='font-size:28px;font-weight:700'>"
@@ -154,7 +176,7 @@ class AppView(Viewer):
     def start(self, doc, location=None):
         """Session start: bind the frame loop and the URL."""
         self._doc = doc
-        for view in (self.lab_view, self.lessons):
+        for view in (self.lab_view, self.lessons, self.models):
             if view is not None:
                 view.attach(doc)
         self.tabs.param.watch(self._on_tab, "active")
@@ -168,6 +190,8 @@ class AppView(Viewer):
                 self.lessons.select.param.watch(self._write_url, "value")
             if self.lab_view is not None:
                 self.lab_view.recipe_card.param.watch(self._write_url, "collapsed")
+            if self.models is not None:
+                self._watch_models()
             location.param.watch(self._read_url, "search")
             # the browser sets the location from its address bar when the page loads: write after that,
             # or a link the lab corrected (bad values dropped) would keep its bad values
@@ -185,6 +209,8 @@ class AppView(Viewer):
             self.lessons.pause()
         if TABS[event.new] != "lab":
             self.lab.pause()
+        if TABS[event.new] != "models" and self.models is not None:
+            self.models.lab.pause()
 
     def nav(self) -> dict:
         tab = TABS[self.tabs.active]
@@ -196,9 +222,12 @@ class AppView(Viewer):
     def _write_url(self, *_):
         """The URL holds the configuration the plots were built from: an edit that blocks the run
         (invalid D or Q) is not written, so a copied link always opens a working lab."""
-        if not self.lab.valid_config and self.lab.building:
+        if TABS[self.tabs.active] == "models" and self.models is not None:
+            search = "?" + urlencode(models_query(self.models.cfg) | {k: v for k, v in self.nav().items() if v})
+        elif not self.lab.valid_config and self.lab.building:
             return                 # the first build has not finished: its version change writes the URL
-        search = query_string(self.lab.valid_config or self.config, self.nav())
+        else:
+            search = query_string(self.lab.valid_config or self.config, self.nav())
         self._last_search = search
         if self._location.search != search:
             self._location.search = search
@@ -212,6 +241,16 @@ class AppView(Viewer):
             return
         query = parse_search(event.new)
         self._last_search = event.new
+        if query.get("tab") == "models":
+            if self.models is None:
+                self._models_query = query
+            else:
+                errors = apply_models_query(self.models.cfg, query)
+                if errors:
+                    self.models.lab.notice = Notice(NoticeKind.LINK, "Some of the link was ignored: " +
+                                                    "; ".join(errors))
+                self._write_url()
+            return
         self._report_ignored(apply_query(self.config, query))
         if not self.lab.building:
             self._write_url()
@@ -221,7 +260,7 @@ class AppView(Viewer):
             self.lab.notice = Notice(NoticeKind.LINK, "Some of the link was ignored: " + "; ".join(errors))
 
     def stop(self):
-        for view in (self.lab_view, self.lessons):
+        for view in (self.lab_view, self.lessons, self.models):
             if view is not None:
                 view.stop()
 

@@ -31,6 +31,7 @@ from scipy import sparse
 from scipy.special import expit
 
 from samplers.targets.data import LogisticData, logistic_potential
+from samplers.targets.live import LIVE_MODELS, LiveModel
 from samplers.targets.potential import Potential, PotentialError
 
 DIGITS_CLASSES = (7, 9)       # the paper's pair (label -1, +1)
@@ -383,3 +384,52 @@ def load_ratings_csv(path: str):
     if len(ratings) < 10:
         raise DataFileError(f"{path}: {len(ratings)} ratings; need at least 10 to hold some out for testing")
     return np.array(users), np.array(items), np.array(ratings), len(user_ids), len(item_ids)
+
+
+# ----------------------------------------------------------------------------------
+# the app's Models page (samplers/targets/live.py): each model with its score and sampler pair
+# ----------------------------------------------------------------------------------
+# Settings measured on these targets (docs/notes/qnhmc-models.md, "On the Models page"). Logistic regression:
+# minibatches of 10 of the 251 images make the gradient noise large, which naive SGHMC (no friction, nothing
+# injected: its only diffusion is that noise) turns into heat; SGHMC's friction C removes it. PMF: SGLD against
+# SGHMC on minibatches of 400 of the ~4000 ratings; SGHMC needs a friction C of the order eps * B (its B-hat,
+# 0 here, left unestimated) or the noise heats its momentum until the chains diverge.
+DIGITS_LIVE = dict(batch=10, chains=8, params={"sghmc-naive": {"eps": 0.05, "Bhat": 0.0}, "sghmc": {"eps": 0.05}})
+PMF_LIVE = dict(batch=400, chains=4, params={"sgld": {"eps": 1e-3}, "sghmc": {"eps": 0.03, "C": 15.0}})
+
+
+def digits_live(seed: int = 0, size: str = "default") -> LiveModel:
+    """Logistic regression on the digits, scored by the mean test log-likelihood of the chains' averaged
+    predictive; the chains start far out (FAR x N(0, I)) so the burn-in shows."""
+    pot = digits_logistic(seed)
+    data = pot.data
+
+    def metric(theta):
+        return classification_scores(data, predictive(data, theta).mean(0))[1]
+
+    def init(chains, rng):
+        return 3.0 * rng.standard_normal((chains, pot.dim))
+
+    return LiveModel("logistic-digits", "Logistic regression, digits 7 vs 9", pot, metric,
+                     "test log-likelihood", False, ("sghmc-naive", "sghmc"), init=init,
+                     description=pot.description + "; the chains start at 3·N(0, I)",
+                     **DIGITS_LIVE)
+
+
+def pmf_live(seed: int = 0, size: str = "default") -> LiveModel:
+    """Synthetic PMF, scored by the test RMSE of the chains' averaged predicted ratings."""
+    pot = pmf(seed)
+    data = pot.data
+
+    def metric(theta):
+        return data.rmse(data.predict(theta, data.test_users, data.test_items).mean(0))
+
+    return LiveModel("pmf", "Matrix factorisation (PMF), synthetic ratings", pot, metric, "test RMSE", True,
+                     ("sgld", "sghmc"), description=pot.description,
+                     **PMF_LIVE)
+
+
+# the Models page's entries (live.py imports no model module: each registers itself when it is imported, and the
+# presets import this one)
+LIVE_MODELS["logistic-digits"] = ("Logistic regression, digits 7 vs 9", digits_live)
+LIVE_MODELS["pmf"] = ("Matrix factorisation (PMF), synthetic ratings", pmf_live)

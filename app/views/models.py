@@ -1,0 +1,332 @@
+"""The Models page: a data model run live with its sampler pair, the model's own metric against steps.
+
+Built only when its tab is first opened (app/views/page.py). The runs advance on workers (app/model/models.py);
+a FrameLoop on the session's document takes their new metric points while playing and streams them into the
+figure, one message a frame.
+"""
+from __future__ import annotations
+
+import asyncio
+import html
+import math
+import time
+
+import panel as pn
+from bokeh.models import ColumnDataSource, Line
+from panel.viewable import Viewer
+
+from ..model.models import (
+    MAX_CHAINS,
+    ModelsConfig,
+    ModelsLab,
+    apply_models_query,
+    model_options,
+    write_csv,
+    write_json,
+)
+from ..model.reasons import Notice, NoticeKind
+from ..model.urlstate import quoted
+from .controls import error_html
+from .frame_loop import FrameLoop, session_schedule
+from .lab import TEXT_EVERY_S, _alert_html, notice_alert
+from .plots import RUN_COLORS, _browser_only, _draw, _fig, _fmt, _legend, _lighten, stand_in_source
+
+MODELS_CSS = """
+@media (max-width: 700px) {
+  :host { gap: 4px; }
+  .models-controls { flex: 1 1 100% !important; width: 100% !important; }
+  .models-main { order: -1; }
+}
+"""
+PLOT_HEIGHT = 360
+
+
+def models_summary(lab: ModelsLab, values=None) -> str:
+    """The metric of both samplers now, the step and the updates per second; each number carries
+    data-models="<name>" so that tests can read it."""
+    runs = lab.runs
+    if runs is None:
+        text = ("building the model… (generating or loading its data)" if lab.building else "")
+        return f"<div class='models-building' style='font-size:15px;color:#555'>{text}</div>"
+    model = runs.model
+    values = runs.last() if values is None else values
+    better = "lower is better" if model.lower_is_better else "higher is better"
+    sides = []
+    for side, v in zip(runs.sides, values):
+        color = RUN_COLORS.get(side.label, "#1f77b4")
+        label = side.label.lower()
+        sides.append(f"<div style='border-left:6px solid {color};padding:2px 10px;flex:1 1 200px;min-width:0'>"
+                     f"<div style='font-size:14px;font-weight:600'>{side.label}: {html.escape(side.title)}</div>"
+                     f"<div style='font-size:20px;font-family:monospace'><b data-models='value-{label}'>"
+                     f"{_fmt(v, 4)}</b></div></div>")
+    rate = lab.rate
+    building = " · <i>building…</i>" if lab.building else ""
+    return (f"<div class='models-row' style='display:flex;flex-wrap:wrap;gap:6px 16px;align-items:center'>"
+            f"{''.join(sides)}<div style='font-size:13px;color:#444'>{html.escape(model.metric_name)} "
+            f"({better})<br>step <b data-models='step'>{runs.t:,}</b> · "
+            f"<b data-models='rate'>{_fmt(rate, 3) if rate is not None else '–'}</b> updates/s{building}</div></div>")
+
+
+def error_alert(error: str) -> dict:
+    """The box saying why there is no run (the build failed), escaped; hidden when there is none."""
+    return dict(object=_alert_html(html.escape(error), "danger") if error else "", visible=bool(error))
+
+
+def model_info(lab: ModelsLab) -> str:
+    runs = lab.runs
+    if runs is None:
+        return ""
+    m = runs.model
+    pair = " against ".join(f"{s.label}: {html.escape(s.key)}" for s in runs.sides)
+    batch = f"minibatches of {m.batch}" if m.batch else "full-data gradients"
+    return (f"<div style='font-size:12px;color:#444'>{html.escape(m.description or m.title)} "
+            f"(dimension {m.potential.dim}).<br>{pair}; {batch}; {runs.chains} chains; score: "
+            f"{html.escape(m.metric_name)} of the chains' current states.</div>")
+
+
+class MetricPlot:
+    """The metric of both samplers against the step: one line each, streamed."""
+
+    def __init__(self):
+        self.fig = _fig("", PLOT_HEIGHT, x_axis_label="step")
+        self.fig.name = "models-metric"
+        blank = stand_in_source()
+        self.sources, entries = [], []
+        for label in ("A", "B"):
+            src = ColumnDataSource(dict(t=[], v=[]), name=f"models-{label.lower()}")
+            style = dict(line_color=RUN_COLORS[label], line_width=2)
+            entries.append((label, _draw(self.fig, Line(x="t", y="v", **style), src),
+                            _draw(self.fig, Line(**style), blank)))
+            self.sources.append(src)
+        self.legend = _legend(self.fig, entries, "top_right")
+        _lighten([self.fig])
+        _browser_only(self.fig.x_range, self.fig.y_range)
+
+    def show(self, runs) -> None:
+        """New runs: their titles, the metric's name, and their history so far."""
+        m = runs.model
+        self.fig.title.text = f"{m.metric_name} against steps"
+        # where the curves are not: they start high and fall (lower is better) or start low and rise
+        self.legend.location = "top_right" if m.lower_is_better else "bottom_right"
+        self.fig.yaxis.axis_label = m.metric_name
+        for item, side in zip(self.legend.items, runs.sides):
+            item.label = dict(value=f"{side.label}: {side.title}")
+        self.add(True, *runs.take_points()[1:])
+
+    def add(self, whole: bool, steps, values) -> None:
+        # a list each: a source's stream extends its columns in place
+        for src, v in zip(self.sources, values):
+            if whole:
+                src.data = dict(t=list(steps), v=v)
+            elif steps:
+                src.stream(dict(t=list(steps), v=v))
+
+
+class ModelsView(Viewer):
+    """The Models page: controls on the left, the metric's summary and curves on the right."""
+
+    def __init__(self, config: ModelsConfig | None = None, errors=(), schedule=None, **params):
+        super().__init__(**params)
+        self.cfg = config or ModelsConfig()
+        self.lab = lab = ModelsLab(self.cfg, schedule=schedule)
+        if errors:
+            lab.notice = Notice(NoticeKind.LINK, "Some of the link was ignored: " + "; ".join(errors))
+        self._text_at = 0.0
+        self.plot = MetricPlot()
+        self.loop = FrameLoop(self._frame, active=lambda: self.lab.playing, ready=lambda: True,
+                              on_error=self._frame_failed)
+
+        self.alert = pn.pane.HTML(refs=pn.bind(notice_alert, lab.param.notice), sizing_mode="stretch_width",
+                                  css_classes=["models-message"], margin=(5, 10), disable_math=True)
+        self.block_alert = pn.pane.HTML(refs=pn.bind(error_alert, lab.param.error),
+                                        sizing_mode="stretch_width", css_classes=["models-blocked"], margin=(5, 10),
+                                        disable_math=True)
+        self.summary = pn.pane.HTML(models_summary(lab), sizing_mode="stretch_width", css_classes=["models-summary"],
+                                    margin=(2, 10), disable_math=True)
+        self.main = pn.Column(self.alert, self.block_alert, self.summary,
+                              pn.pane.Bokeh(self.plot.fig, sizing_mode="stretch_width"),
+                              sizing_mode="stretch_width", styles={"flex": "1 1 480px", "min-width": "0"},
+                              css_classes=["models-main"])
+        self._build_controls()
+        lab.param.watch(lambda e: self.loop.with_lock(self._show_runs), "version")
+        lab.param.watch(lambda e: self.loop.with_lock(self._pull), "stepped")
+        lab.param.watch(self._on_playing, "playing")
+        lab.param.watch(lambda e: self._text(force=True), ["building", "error"])
+        self.cfg.param.watch(self._follow, ["model", "eps_a", "eps_b", "chains", "seed"])
+        if lab.runs is not None:
+            self._show_runs()
+
+    def _build_controls(self):
+        lab, cfg = self.lab, self.cfg
+        self.select = pn.widgets.Select(name="Model", options=model_options(), value=cfg.key,
+                                        sizing_mode="stretch_width", css_classes=["models-select"])
+        self.select.param.watch(self._on_model, "value")
+        self.info = pn.pane.HTML(model_info(lab), sizing_mode="stretch_width", margin=(0, 10),
+                                 css_classes=["models-info"])
+        state = (lab.param.playing, lab.param.building, lab.param.error, lab.param.version)
+        self.play = pn.widgets.Button(refs=pn.bind(self._play_state, *state), css_classes=["models-play"], width=90)
+        self.step = pn.widgets.Button(name="Step", css_classes=["models-step"], width=70,
+                                      disabled=pn.bind(lambda *_: not lab.can_run, *state))
+        self.reset = pn.widgets.Button(name="Reset", css_classes=["models-reset"], width=70)
+        self.play.on_click(lambda e: lab.pause() if lab.playing else lab.play())
+        self.step.on_click(lambda e: lab.step(1))
+        self.reset.on_click(lambda e: lab.reset())
+        self.eps = {}
+        for side in ("a", "b"):
+            self.eps[side] = pn.widgets.TextInput(name=f"Step size {side.upper()}", sizing_mode="stretch_width",
+                                                  css_classes=[f"models-eps-{side}"])
+            self.eps[side].param.watch(lambda e, s=side: self._on_eps(s, e.new), "value")
+        self.eps_error = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), css_classes=["models-eps-error"])
+        self.chains = pn.widgets.IntInput(name="Chains", value=cfg.chains, start=1, end=MAX_CHAINS,
+                                          sizing_mode="stretch_width", css_classes=["models-chains"])
+        self.seed = pn.widgets.IntInput(name="Seed (data and chains)", value=cfg.seed, start=0,
+                                        end=ModelsConfig.param.seed.bounds[1], sizing_mode="stretch_width",
+                                        css_classes=["models-seed"])
+        self.chains.param.watch(lambda e: setattr(cfg, "chains", e.new), "value")
+        self.seed.param.watch(lambda e: setattr(cfg, "seed", e.new if e.new is not None else 0), "value")
+        self.csv = pn.widgets.FileDownload(callback=self._csv, filename="metric.csv", label="Metric (CSV)",
+                                           button_type="primary", sizing_mode="stretch_width",
+                                           css_classes=["models-csv"])
+        self.json = pn.widgets.FileDownload(callback=self._json, filename="metric.json", label="Metric (JSON)",
+                                            button_type="primary", sizing_mode="stretch_width",
+                                            css_classes=["models-json"])
+        self._show_eps()
+        self.controls = pn.Column(
+            self.select, self.info, pn.pane.HTML("<b>Run</b>", margin=(5, 10)),
+            pn.Row(self.play, self.step, self.reset),
+            pn.Row(self.eps["a"], self.eps["b"], sizing_mode="stretch_width"), self.eps_error,
+            pn.Row(self.chains, self.seed, sizing_mode="stretch_width"),
+            pn.pane.HTML("<b>Export</b> <span style='font-size:12px;color:#555'>(the metric's history of both "
+                         "samplers, at most 2000 points each, and the settings; the URL holds the configuration)"
+                         "</span>", margin=(5, 10)),
+            pn.Row(self.csv, self.json, sizing_mode="stretch_width"),
+            width=300, css_classes=["models-controls"], styles={"flex": "0 0 300px"}, margin=(0, 5))
+
+    # -- controls ---------------------------------------------------------------------------------------
+    def _play_state(self, playing, *_) -> dict:
+        return dict(name="Pause" if playing else "Play", button_type="warning" if playing else "success",
+                    disabled=not playing and not self.lab.can_run and not self.lab.building)
+
+    def _on_model(self, event):
+        if event.new != self.cfg.key:
+            # another model starts from its own step sizes and chains
+            self.cfg.param.update(model=event.new, eps_a=None, eps_b=None, chains=None)
+
+    def _on_eps(self, side: str, text: str):
+        text = (text or "").strip()
+        name = f"eps_{side}"
+        if text in ("", "auto"):
+            value = None
+        else:
+            try:
+                value = float(text)
+            except ValueError:
+                value = math.nan
+            if not (math.isfinite(value) and value > 0):
+                self.eps_error.object = error_html(f"step size {side.upper()}: {quoted(text)} is not a number "
+                                                   "greater than 0 (not applied)")
+                return
+        self.eps_error.object = ""
+        if getattr(self.cfg, name) != value:
+            setattr(self.cfg, name, value)
+
+    def _show_eps(self):
+        """The step-size fields: the configured value, or the model's own as the placeholder."""
+        runs = self.lab.runs
+        for side, label in (("a", "A"), ("b", "B")):
+            value = getattr(self.cfg, f"eps_{side}")
+            field = self.eps[side]
+            if runs is not None:
+                s = runs.sides[0 if side == "a" else 1]
+                field.name = f"Step size {label} ({s.key})"
+                own = runs.model.params.get(s.key, {}).get("eps")
+                field.placeholder = f"{own:g}" if own is not None else "auto"
+            shown = "" if value is None else f"{value:g}"
+            if (field.value or "").strip() != shown:
+                try:
+                    if shown == "" or float(field.value) != value:
+                        field.value = shown
+                except ValueError:
+                    field.value = shown
+
+    def _follow(self, *_):
+        """The configuration changed elsewhere (a link, back/forward): the fields show it."""
+        if self.select.value != self.cfg.key:
+            self.select.value = self.cfg.key
+        if self.chains.value != self.cfg.chains:
+            self.chains.value = self.cfg.chains
+        if self.seed.value != self.cfg.seed:
+            self.seed.value = self.cfg.seed
+        self._show_eps()
+
+    # -- plots ------------------------------------------------------------------------------------------
+    def _show_runs(self):
+        runs = self.lab.runs
+        if runs is None:
+            return
+        self.plot.show(runs)
+        self.info.object = model_info(self.lab)
+        if self.chains.value is None:
+            self.chains.placeholder = f"{runs.chains}"
+        self._show_eps()
+        self._text(force=True)
+
+    def _pull(self):
+        self.plot.add(*self.lab.take_points())
+        self._text()
+
+    def _text(self, force: bool = False):
+        now = time.monotonic()
+        if force or not self.lab.playing or now - self._text_at >= TEXT_EVERY_S:
+            self._text_at = now
+            self.summary.object = models_summary(self.lab)
+
+    # -- frame loop -------------------------------------------------------------------------------------
+    def attach(self, doc) -> None:
+        self.loop.attach(doc)
+        if self.lab.playing:
+            self.loop.start()
+
+    def _on_playing(self, event):
+        if event.new:
+            self.loop.start()
+        else:
+            self.loop.stop()
+            self.loop.with_lock(self._pull)
+
+    def _frame(self):
+        self._pull()
+
+    def _frame_failed(self, err: Exception):
+        self.lab.pause(Notice(NoticeKind.FAILED, f"the run stopped: {err}"))
+
+    def present(self, on: bool) -> None:
+        self.controls.visible = not on
+
+    def stop(self):
+        self.loop.close()
+        self.lab.close()
+
+    # -- exports ----------------------------------------------------------------------------------------
+    async def _csv(self):
+        if self.lab.runs is None:
+            return None
+        self.csv.filename = self.lab.file_name("csv")
+        return await asyncio.get_running_loop().run_in_executor(None, write_csv, self.lab.export_data())
+
+    async def _json(self):
+        if self.lab.runs is None:
+            return None
+        self.json.filename = self.lab.file_name("json")
+        return await asyncio.get_running_loop().run_in_executor(None, write_json, self.lab.export_data())
+
+    def __panel__(self):
+        return pn.FlexBox(self.controls, self.main, flex_wrap="wrap", sizing_mode="stretch_width",
+                          css_classes=["models-page"], stylesheets=[MODELS_CSS])
+
+
+def models_view(query: dict, errors=(), doc=None) -> ModelsView:
+    """The page for a link's configuration (its bad items already reported in `errors`)."""
+    cfg = ModelsConfig()
+    errors = list(errors) + apply_models_query(cfg, query)
+    return ModelsView(cfg, errors, schedule=session_schedule(doc))
