@@ -610,7 +610,7 @@ def test_every_preset_pair_builds_and_steps_unblocked():
     for pair in compare_pairs():
         cfg = LabConfig(chains=50)
         cfg.param.update(compare=True, sampler=pair.a, sampler_b=pair.b, log_view=pair.log_view, batch=pair.batch,
-                         params=dict(pair.params), params_b=dict(pair.params_b),
+                         params=dict(pair.params), params_b=dict(pair.params_b), start=pair.start,
                          **({"potential": pair.potential} if pair.potential else {}))
         lab = Lab(cfg)
         assert not lab.blocks and lab.notice is None, (pair.key, lab.blocks, lab.notice)
