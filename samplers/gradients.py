@@ -116,7 +116,9 @@ class Minibatch:
         data, n = self.data, self.batch
         idx = self._fixed if self._fixed is not None else rng.integers(0, data.n, size=(theta.shape[0], n))
         scale = data.n / n
-        if hasattr(data, "batch_grad"):
+        if getattr(data, "latent", False):      # latent variables (LDA's topics) are drawn from this rng too
+            g = scale * data.batch_grad(theta, idx, rng) + data.prior_grad(theta)
+        elif hasattr(data, "batch_grad"):
             g = scale * data.batch_grad(theta, idx) + data.prior_grad(theta)
         else:
             per = data.example_grads(theta, idx)

@@ -11,6 +11,7 @@ from scipy import stats
 from scipy.special import logsumexp
 
 from samplers.targets.data import logistic
+from samplers.targets.lda import uci_prefix
 from samplers.targets.models import csv_logistic, csv_pmf, digits_logistic, pmf
 from samplers.targets.potential import Array, Potential, PotentialError
 from samplers.targets.simplex import dense_dirichlet, simplex_prefix, sparse_dirichlet
@@ -178,6 +179,7 @@ PREFIXES: dict[str, Callable[..., Potential]] = {
     "dirichlet:": simplex_prefix("dirichlet"),
     "logistic-csv:": csv_logistic,     # a user's file: features..., label
     "pmf-csv:": csv_pmf,               # a user's file: user,item,rating
+    "lda-uci:": uci_prefix,            # a user's corpus: a UCI bag-of-words docword file[;K=topics]
 }
 
 
