@@ -90,6 +90,21 @@ def test_pmf_plays_both_curves_grow_and_the_rate_shows(browser, server):
         p.page.close()
 
 
+def test_lda_on_ten_thousand_documents_plays_from_its_link(browser, server):
+    """The issue's LDA (10^4 documents, K = 50) from a link with play=1: built off the loop, both held-out
+    perplexity curves grow and fall from the start. Its rate is a benchmark (benchmarks/models_page.py)."""
+    p = open_models(browser, server, "?tab=models&model=lda-synthetic&play=1")
+    page = p.page
+    try:
+        wait_until(lambda: points(page, "a") > 10 and points(page, "b") > 10, timeout=90, what="both curves")
+        a, b = bokeh_data(page, "models-a", "v"), bokeh_data(page, "models-b", "v")
+        assert a[-1] < a[0] and b[-1] < b[0], (a[:3], a[-3:], b[:3], b[-3:])
+        assert "perplexity" in deep_text(page.locator(".models-summary").first)
+        assert not p.errors and not p.external, (p.errors, p.external)
+    finally:
+        p.page.close()
+
+
 def test_bad_link_values_are_named_escaped_and_dropped(browser, server):
     evil = quote("<img src=http://evil.example/x.png>")
     p = open_models(browser, server, f"?tab=models&model=pmf&a.eps={evil}&seed=abc&n=0")
