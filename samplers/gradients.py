@@ -22,6 +22,7 @@ class ExactGradient:
     """Full-data gradient: no noise, no random draws."""
     noisy = False
     scalar_bhat = True   # its B-hat is one number (fast paths need that)
+    blockwise = True     # keeps no state between calls: chain blocks may call it on threads
 
     def __init__(self, potential: Potential):
         self.potential = potential
@@ -92,6 +93,7 @@ class Minibatch:
     """
     noisy = True
     scalar_bhat = False
+    blockwise = False    # it keeps the last batch (B-hat) and a proposal's batch between calls
     PER = ("call", "proposal")
 
     def __init__(self, potential: Potential, batch: int, per: str = "call"):
