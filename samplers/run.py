@@ -91,6 +91,8 @@ class Ensemble:
         self.sampler, self.seed, self.engine = sampler, int(seed), engine
         self.rng = np.random.default_rng(self.seed)
         self.z = sampler.init_state(chains, self.rng, theta0)
+        if sampler.blockwise:   # column-major: a step's ufuncs run over contiguous columns (theta, r, xi)
+            self.z = np.asfortranarray(self.z)
         n = self.z.shape[0]
         if blocks is None:
             self.blocks = block_plan(n) if sampler.blockwise else [slice(0, n)]
@@ -136,7 +138,7 @@ class Ensemble:
         """Every step of a block in one go, blocks taken in turn by the workers: chains do not interact, so a
         block needs no other between its steps, and its state stays in its core's cache. Each worker takes
         the next block left until none is, so a core slowed by another process takes fewer."""
-        new = np.empty_like(self.z)
+        new = np.empty_like(self.z, order="F")
         t0, g0, guard = self.t, self.guard.step, self.guard
         infos = [None] * len(self.blocks)
         todo = iter(range(len(self.blocks)))   # next() on it holds the GIL: each block goes to one worker
