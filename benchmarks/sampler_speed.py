@@ -5,6 +5,10 @@ variates one chain-step draws (gradient noise plus injected noise): no step can 
 than drawing its random numbers. All figures come from one run, so they are comparable.
 
     python benchmarks/sampler_speed.py [--quick]
+    python benchmarks/sampler_speed.py --blocks   # one stream vs two blocks on threads: PARALLEL_FROM
+
+--blocks times `Ensemble.advance` with one block and with two (one per core) at chain counts around the
+threshold of samplers.run, a step per call (the lab) and 50 per call (runs), in interleaved rounds.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import time
 import numpy as np
 
 from samplers.registry import build_sampler
+from samplers.run import Ensemble
 from samplers.targets.presets import get_potential
 
 
@@ -62,5 +67,27 @@ def main(quick: bool = False):
             print(f"{name:8s} {n:8d} {fast:12.3e} {floor:12.3e} {fast / floor:9.2f} {eng / fast:12.2f}")
 
 
+def blocks(rounds: int = 7):
+    pot = get_potential("gaussian")
+    print(f"{'sampler':8s} {'chains':>8s} {'per call':>9s} {'1 block':>11s} {'2 blocks':>11s} {'2 / 1':>6s}")
+    for name in ("sgld", "sghmc", "sgnht"):
+        s = build_sampler(name, pot, V=1.0)
+        for n in (1000, 2000, 5000, 10_000, 20_000, 50_000):
+            for per_call in (1, 50):
+                ens = {k: Ensemble(s, n, seed=1, blocks=k) for k in (1, 2)}
+                calls = max(2, 400_000 // (n * per_call))
+                best = dict.fromkeys(ens, np.inf)
+                for _ in range(rounds):
+                    for k, e in ens.items():
+                        go = lambda e=e, p=per_call, c=calls: [e.advance(p) for _ in range(c)]
+                        best[k] = min(best[k], best_time(go, 1))
+                rate = {k: n * per_call * calls / v for k, v in best.items()}
+                print(f"{name:8s} {n:8d} {per_call:9d} {rate[1]:11.3e} {rate[2]:11.3e} {rate[2] / rate[1]:6.2f}",
+                      flush=True)
+
+
 if __name__ == "__main__":
-    main("--quick" in sys.argv)
+    if "--blocks" in sys.argv:
+        blocks()
+    else:
+        main("--quick" in sys.argv)

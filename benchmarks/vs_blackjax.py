@@ -3,18 +3,18 @@
 SGLD, SGHMC and SGNHT on the 1-D Gaussian with simulated gradient noise V = 1 (grad U~ = theta + N(0, 1)),
 at each sampler's default step, for 10^3 to 10^6 independent chains. This project: `Ensemble.advance`,
 what runs and the lab step (divergence guard included; chain blocks on every core from the threshold of
-samplers.run on). BlackJAX: `blackjax.sgmcmc.diffusions` under `jax.jit` + `lax.scan` on the CPU, in float64
-like this project (--float32: in JAX's default precision). SGLD and SGHMC step the whole ensemble as one
-array (their chains do not interact); SGNHT's thermostat is one scalar per state, so its diffusion is
-vmapped over chains, each with its own key. Runs are interleaved (project, BlackJAX, floor) and the best
-of the rounds is kept, so a busy machine slows both alike.
+samplers.run on), in float64. BlackJAX: `blackjax.sgmcmc.diffusions` under `jax.jit` + `lax.scan` on the CPU,
+in float64 like this project ("ratio") and in JAX's default float32 ("f32 ratio"). SGLD and SGHMC step the
+whole ensemble as one array (their chains do not interact); SGNHT's thermostat is one scalar per state, so
+its diffusion is vmapped over chains, each with its own key. Runs are interleaved (project, BlackJAX f64,
+BlackJAX f32, floor) and the best of the rounds is kept, so a busy machine slows all alike.
 
 floor: the rate at which all cores (one thread and generator each) draw the two normal variates one
 chain-step needs; "of floor" is this project's share of it.
 
 Needs the optional `bench` extra (`pip install -e .[bench]`); it installs nothing itself.
 
-    python benchmarks/vs_blackjax.py [--rounds 5] [--float32] [--sizes 1000,10000]
+    python benchmarks/vs_blackjax.py [--rounds 5] [--sizes 1000,10000] [--samplers sgld,sghmc]
 """
 from __future__ import annotations
 
@@ -71,7 +71,19 @@ def floor_runner(chains: int):
 
 
 # -- BlackJAX ----------------------------------------------------------------------
-def blackjax_runner(name: str, chains: int):
+def blackjax_runner(name: str, chains: int, x64: bool):
+    import jax
+    with jax.enable_x64(x64):   # jit caches by this flag: compile and call under it
+        go, init, key = _blackjax_scan(name, chains)
+        jax.block_until_ready(go(init, key))   # compile
+
+    def call():
+        with jax.enable_x64(x64):
+            jax.block_until_ready(go(init, key))
+    return call
+
+
+def _blackjax_scan(name: str, chains: int):
     import jax
     import jax.numpy as jnp
     from blackjax.sgmcmc import diffusions
@@ -111,40 +123,36 @@ def blackjax_runner(name: str, chains: int):
     def go(carry, k):
         return jax.lax.scan(body, carry, jax.random.split(k, steps))[0]
 
-    jax.block_until_ready(go(init, key))   # compile
-    return lambda: jax.block_until_ready(go(init, key))
+    return go, init, key
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--float32", action="store_true", help="BlackJAX in JAX's default float32")
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
     ap.add_argument("--samplers", default=",".join(SAMPLERS))
     args = ap.parse_args()
     if importlib.util.find_spec("blackjax") is None:
         sys.exit("benchmarks/vs_blackjax.py needs BlackJAX: pip install -e .[bench]")
-    import jax
-    jax.config.update("jax_enable_x64", not args.float32)
     import blackjax
+    import jax
 
     print(f"chain-steps/s, best of {args.rounds} interleaved rounds; {os.cpu_count()} cores; "
-          f"BlackJAX {blackjax.__version__}, jax {jax.__version__} "
-          f"({'float32' if args.float32 else 'float64'}); numpy {np.__version__}")
-    print(f"{'sampler':8s}{'chains':>9s}{'blocks':>7s}{'project':>12s}{'BlackJAX':>12s}{'ratio':>7s}"
-          f"{'floor':>12s}{'of floor':>9s}")
+          f"BlackJAX {blackjax.__version__}, jax {jax.__version__}, numpy {np.__version__}")
+    print(f"{'sampler':8s}{'chains':>9s}{'blocks':>7s}{'project':>11s}{'BlackJAX':>11s}{'ratio':>7s}"
+          f"{'BJ f32':>11s}{'f32 ratio':>10s}{'floor':>11s}{'of floor':>9s}")
     for name in args.samplers.split(","):
         for chains in map(int, args.sizes.split(",")):
-            runs = {"project": project_runner(name, chains), "blackjax": blackjax_runner(name, chains),
-                    "floor": floor_runner(chains)}
+            runs = {"project": project_runner(name, chains), "f64": blackjax_runner(name, chains, True),
+                    "f32": blackjax_runner(name, chains, False), "floor": floor_runner(chains)}
             best = dict.fromkeys(runs, np.inf)
             for _ in range(args.rounds):
                 for key, fn in runs.items():
                     best[key] = min(best[key], timed(fn))
             rate = {k: chains * steps_for(chains) / v for k, v in best.items()}
-            print(f"{name:8s}{chains:9d}{len(block_plan(chains)):7d}{rate['project']:12.3e}"
-                  f"{rate['blackjax']:12.3e}{rate['project'] / rate['blackjax']:7.2f}{rate['floor']:12.3e}"
-                  f"{rate['project'] / rate['floor']:9.2f}", flush=True)
+            print(f"{name:8s}{chains:9d}{len(block_plan(chains)):7d}{rate['project']:11.3e}{rate['f64']:11.3e}"
+                  f"{rate['project'] / rate['f64']:7.2f}{rate['f32']:11.3e}{rate['project'] / rate['f32']:10.2f}"
+                  f"{rate['floor']:11.3e}{rate['project'] / rate['floor']:9.2f}", flush=True)
 
 
 if __name__ == "__main__":
