@@ -6,6 +6,7 @@ than drawing its random numbers. All figures come from one run, so they are comp
 
     python benchmarks/sampler_speed.py [--quick]
     python benchmarks/sampler_speed.py --blocks   # one stream vs two blocks on threads: PARALLEL_FROM
+    python benchmarks/sampler_speed.py --cpu      # CPU ns per chain-step: where the time goes, on one core
 
 --blocks times `Ensemble.advance` with one block and with two (one per core) at chain counts around the
 threshold of samplers.run, a step per call (the lab) and 50 per call (runs), in interleaved rounds.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import time
+from functools import partial
 
 import numpy as np
 
@@ -86,7 +88,45 @@ def blocks(rounds: int = 7):
                       flush=True)
 
 
+def cpu(rounds: int = 5):
+    """CPU time per chain-step on one thread (robust to other processes): the two normal variates, one
+    block (a whole-array step), and the block plan of a 2-core machine stepped in turn on one worker."""
+    from samplers import run as R
+    pot = get_potential("gaussian")
+
+    def per(fn, steps, chains):
+        best = np.inf
+        for _ in range(rounds):
+            t0 = time.process_time()
+            fn(steps)
+            best = min(best, time.process_time() - t0)
+        return best / (steps * chains) * 1e9
+
+    R.WORKERS = 1   # one worker: the blocks run in turn, so process time is one core's
+    print(f"{'sampler':8s} {'chains':>8s} {'2 normals':>10s} {'one block':>10s} {'blocks':>7s} {'in blocks':>10s}"
+          "  (ns of CPU per chain-step)")
+    for name in ("sgld", "sghmc", "sgnht"):
+        s = build_sampler(name, pot, V=1.0)
+        for n in (10 ** 3, 10 ** 4, 10 ** 5, 10 ** 6):
+            steps = max(5, 1_000_000 // n)
+            draw = partial(normals, np.random.default_rng(0), np.empty(2 * n))
+            k = len(R.block_plan(n, 2))
+            one, blocked = Ensemble(s, n, seed=1, blocks=1), Ensemble(s, n, seed=1, blocks=k)
+            one.advance(2)
+            blocked.advance(2)
+            print(f"{name:8s} {n:8d} {per(draw, steps, n):10.1f} {per(one.advance, steps, n):10.1f} {k:7d} "
+                  f"{per(blocked.advance, steps, n):10.1f}", flush=True)
+
+
+def normals(rng, buf, steps):
+    for _ in range(steps):
+        rng.standard_normal(out=buf)
+
+
 if __name__ == "__main__":
+    if "--cpu" in sys.argv:
+        cpu()
+        sys.exit()
     if "--blocks" in sys.argv:
         blocks()
     else:

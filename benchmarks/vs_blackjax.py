@@ -73,12 +73,15 @@ def floor_runner(chains: int):
 # -- BlackJAX ----------------------------------------------------------------------
 def blackjax_runner(name: str, chains: int, x64: bool):
     import jax
-    with jax.enable_x64(x64):   # jit caches by this flag: compile and call under it
+    enable_x64 = getattr(jax, "enable_x64", None)
+    if enable_x64 is None:   # before jax 0.8 it was experimental
+        from jax.experimental import enable_x64
+    with enable_x64(x64):   # jit caches by this flag: compile and call under it
         go, init, key = _blackjax_scan(name, chains)
         jax.block_until_ready(go(init, key))   # compile
 
     def call():
-        with jax.enable_x64(x64):
+        with enable_x64(x64):
             jax.block_until_ready(go(init, key))
     return call
 

@@ -53,7 +53,7 @@ class RunStats:
 
 # threads that step blocks: every core (SGMCMC_THREADS overrides; 1 keeps every run on one stream)
 WORKERS = int(os.environ.get("SGMCMC_THREADS") or len(os.sched_getaffinity(0)))
-PARALLEL_FROM = 20_000   # chains from which blocks on threads beat one stream (docs/notes/throughput.md)
+PARALLEL_FROM = 8_192    # chains from which blocks on threads beat one stream (docs/notes/throughput.md)
 BLOCK_MAX = 16_384       # chains per block at most: a block's temporaries stay in the core's cache
 _POOLS: dict = {}   # by process id: a forked child (the lab's trials, the ladder) has none of its parent's threads
 

@@ -2,6 +2,8 @@
 gradient with its scalar B-hat, the injected noise, the Hamiltonian update order, the level metric."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from sympy import Abs, sqrt
 
@@ -33,7 +35,7 @@ def kick(var, shape, rng):
     """sqrt(var) * N(0, 1); var is the per-coordinate variance eps (2D - eps B^)."""
     xi = rng.standard_normal(shape)
     if np.ndim(var) == 0 and var >= 0:   # the common case, without temporaries
-        xi *= np.sqrt(var)
+        xi *= math.sqrt(var)
         return xi
     return scaled_noise(np.broadcast_to(var, shape), xi)
 
