@@ -51,8 +51,13 @@ class RunStats:
         return None if self.accepted is None else self.accepted / max(self.proposals, 1)
 
 
+def _cores() -> int:
+    affinity = getattr(os, "sched_getaffinity", None)   # the cores this process may use (Linux)
+    return len(affinity(0)) if affinity else os.cpu_count() or 1
+
+
 # threads that step blocks: every core (SGMCMC_THREADS overrides; 1 keeps every run on one stream)
-WORKERS = int(os.environ.get("SGMCMC_THREADS") or len(os.sched_getaffinity(0)))
+WORKERS = int(os.environ.get("SGMCMC_THREADS") or _cores())
 PARALLEL_FROM = 8_192    # chains from which blocks on threads beat one stream (docs/notes/throughput.md)
 BLOCK_MAX = 16_384       # chains per block at most: a block's temporaries stay in the core's cache
 _POOLS: dict = {}   # by process id: a forked child (the lab's trials, the ladder) has none of its parent's threads
@@ -96,8 +101,9 @@ class Ensemble:
         n = self.z.shape[0]
         if blocks is None:
             self.blocks = block_plan(n) if sampler.blockwise else [slice(0, n)]
-        elif blocks > 1 and not sampler.blockwise:
-            raise ValueError(f"{sampler.name} with {sampler.oracle.describe()} does not step in blocks")
+        elif blocks < 1 or (blocks > 1 and not sampler.blockwise):
+            raise ValueError(f"{sampler.name} with {sampler.oracle.describe()} does not step in blocks" if blocks > 1
+                             else f"need at least one block, got {blocks}")
         else:
             self.blocks = even_blocks(n, min(int(blocks), n))
         # one block steps on the ensemble's own stream; several on streams spawned from it
@@ -146,7 +152,8 @@ class Ensemble:
         def work(_=None):
             with np.errstate(all="ignore"):
                 for i in todo:
-                    rows, rng, zb, got = self.blocks[i], self.rngs[i], self.z[self.blocks[i]], []
+                    rows, rng, got = self.blocks[i], self.rngs[i], []
+                    zb = self.z[rows]
                     for k in range(steps):
                         nb, info = step(zb, rng, t0 + k + 1)
                         zb = guard.apply_rows(rows, zb, nb, g0 + k)
@@ -184,11 +191,12 @@ class RunResult:
 
 
 def run(sampler: Sampler, steps: int, chains: int = 1000, burn: int = 0, thin: int = 1, seed: int = 0,
-        theta0=None, keep_aux: bool = False, engine: bool = False, progress=None) -> RunResult:
+        theta0=None, keep_aux: bool = False, engine: bool = False, progress=None,
+        blocks: int | None = None) -> RunResult:
     """Advance `chains` chains for burn + steps steps, keeping every `thin`-th state after burn-in."""
     if steps < 1 or burn < 0 or thin < 1:
         raise ValueError("need steps >= 1, burn >= 0, thin >= 1")
-    ens = Ensemble(sampler, chains, seed, theta0, engine=engine)
+    ens = Ensemble(sampler, chains, seed, theta0, engine=engine, blocks=blocks)
     ens.advance(burn)
     kept = steps // thin
     theta = np.empty((kept, ens.z.shape[0], sampler.dim))
