@@ -62,7 +62,7 @@ class SimulatedNoise(ExactGradient):
     def __call__(self, theta, rng, value=False):
         u, g = super().__call__(theta, rng, value)
         noise = rng.standard_normal(theta.shape)
-        if np.ndim(self._scale):
+        if not self.scalar_bhat:
             g += noise @ self._scale
         else:
             if self._scale != 1.0:   # V = 1, the benchmarks' case, needs no pass
