@@ -103,19 +103,21 @@ def cpu(rounds: int = 5):
         return best / (steps * chains) * 1e9
 
     R.WORKERS = 1   # one worker: the blocks run in turn, so process time is one core's
-    print(f"{'sampler':8s} {'chains':>8s} {'2 normals':>10s} {'one block':>10s} {'blocks':>7s} {'in blocks':>10s}"
-          "  (ns of CPU per chain-step)")
+    print("ns of CPU per chain-step; 2 normals: drawn by the ensemble's PCG64 (one block) and SFC64 (blocks)")
+    print(f"{'sampler':8s} {'chains':>8s} {'2 normals':>10s} {'one block':>10s} {'blocks':>7s} {'2 normals':>10s}"
+          f" {'in blocks':>10s}")
     for name in ("sgld", "sghmc", "sgnht"):
         s = build_sampler(name, pot, V=1.0)
         for n in (10 ** 3, 10 ** 4, 10 ** 5, 10 ** 6):
             steps = max(5, 1_000_000 // n)
-            draw = partial(normals, np.random.default_rng(0), np.empty(2 * n))
+            pcg = partial(normals, np.random.default_rng(0), np.empty(2 * n))
+            sfc = partial(normals, R.block_streams(np.random.default_rng(0), 1)[0], np.empty(2 * n))
             k = len(R.block_plan(n, 2))
             one, blocked = Ensemble(s, n, seed=1, blocks=1), Ensemble(s, n, seed=1, blocks=k)
             one.advance(2)
             blocked.advance(2)
-            print(f"{name:8s} {n:8d} {per(draw, steps, n):10.1f} {per(one.advance, steps, n):10.1f} {k:7d} "
-                  f"{per(blocked.advance, steps, n):10.1f}", flush=True)
+            print(f"{name:8s} {n:8d} {per(pcg, steps, n):10.1f} {per(one.advance, steps, n):10.1f} {k:7d} "
+                  f"{per(sfc, steps, n):10.1f} {per(blocked.advance, steps, n):10.1f}", flush=True)
 
 
 def normals(rng, buf, steps):

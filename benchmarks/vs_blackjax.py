@@ -9,8 +9,8 @@ whole ensemble as one array (their chains do not interact); SGNHT's thermostat i
 its diffusion is vmapped over chains, each with its own key. Runs are interleaved (project, BlackJAX f64,
 BlackJAX f32, floor) and the best of the rounds is kept, so a busy machine slows all alike.
 
-floor: the rate at which all cores (one thread and generator each) draw the two normal variates one
-chain-step needs; "of floor" is this project's share of it.
+floor: the rate at which all cores (one thread and generator each, of the kind chain blocks use) draw the
+two normal variates one chain-step needs; "of floor" is this project's share of it.
 
 Needs the optional `bench` extra (`pip install -e .[bench]`); it installs nothing itself.
 
@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from samplers.registry import build_sampler
-from samplers.run import Ensemble, block_plan
+from samplers.run import Ensemble, block_plan, block_streams
 from samplers.targets.presets import get_potential
 
 SAMPLERS = ("sgld", "sghmc", "sgnht")
@@ -60,7 +60,7 @@ def floor_runner(chains: int):
     steps = steps_for(chains)
     parts = np.array_split(np.arange(2 * chains), workers)
     bufs = [np.empty(len(p)) for p in parts]
-    gens = [np.random.default_rng(i) for i in range(workers)]
+    gens = block_streams(np.random.default_rng(0), workers)   # the generators chain blocks draw from
     pool = ThreadPoolExecutor(workers)
 
     def draw(i):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from samplers.registry import REGISTRY, sampler_names
-from samplers.run import BLOCK_MAX, PARALLEL_FROM, Ensemble, block_plan
+from samplers.run import BLOCK_MAX, PARALLEL_FROM, Ensemble, block_plan, block_streams
 from samplers.sampler import SamplerError
 
 FAST = [n for n in sampler_names() if REGISTRY[n].fast is not None and REGISTRY[n].recipe is not None
@@ -148,7 +148,8 @@ def test_each_block_is_the_engine_on_its_own_stream(name, steps_per_call, make_s
     ens = Ensemble(s, chains, seed=6, blocks=blocks)
     assert len(ens.blocks) == blocks and len({id(r) for r in ens.rngs}) == blocks
     z0 = ens.z.copy()
-    streams = np.random.default_rng(6).spawn(blocks)   # the same spawn, made again
+    streams = block_streams(np.random.default_rng(6), blocks)   # the same spawn, made again
+    assert all(isinstance(r.bit_generator, np.random.SFC64) for r in ens.rngs)
     for _ in range(steps // steps_per_call):
         ens.advance(steps_per_call)
     assert ens.t == steps and ens.stats.steps == steps and ens.guard.step == steps
