@@ -22,6 +22,7 @@ class ExactGradient:
     """Full-data gradient: no noise, no random draws."""
     noisy = False
     scalar_bhat = True   # its B-hat is one number (fast paths need that)
+    blockwise = True     # keeps no state between calls: chain blocks may call it on threads
 
     def __init__(self, potential: Potential):
         self.potential = potential
@@ -61,10 +62,11 @@ class SimulatedNoise(ExactGradient):
     def __call__(self, theta, rng, value=False):
         u, g = super().__call__(theta, rng, value)
         noise = rng.standard_normal(theta.shape)
-        if np.ndim(self._scale):
+        if not self.scalar_bhat:
             g += noise @ self._scale
         else:
-            noise *= self._scale
+            if self._scale != 1.0:   # V = 1, the benchmarks' case, needs no pass
+                noise *= self._scale
             g += noise
         return u, g
 
@@ -92,6 +94,7 @@ class Minibatch:
     """
     noisy = True
     scalar_bhat = False
+    blockwise = False    # it keeps the last batch (B-hat) and a proposal's batch between calls
     PER = ("call", "proposal")
 
     def __init__(self, potential: Potential, batch: int, per: str = "call"):

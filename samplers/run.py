@@ -1,6 +1,15 @@
-"""Running an ensemble of chains: stepping, divergence handling, keeping samples."""
+"""Running an ensemble of chains: stepping, divergence handling, keeping samples.
+
+A large ensemble of a blockwise sampler steps in blocks of chains on a thread pool, each block with its own
+generator spawned from the ensemble's seed (numpy releases the GIL inside random generation and ufuncs), so
+every core works and each block's temporaries stay in cache. The output is a function of the seed and the
+block plan, which depends on the chain count and the number of cores only (`block_plan`); with one block it
+is the single-stream run of before. Design and measurements: docs/notes/throughput.md.
+"""
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,15 +51,71 @@ class RunStats:
         return None if self.accepted is None else self.accepted / max(self.proposals, 1)
 
 
+def _cores() -> int:
+    affinity = getattr(os, "sched_getaffinity", None)   # the cores this process may use (Linux)
+    return len(affinity(0)) if affinity else os.cpu_count() or 1
+
+
+# threads that step blocks: every core (SGMCMC_THREADS overrides; 1 keeps every run on one stream)
+WORKERS = int(os.environ.get("SGMCMC_THREADS") or _cores())
+PARALLEL_FROM = 8_192    # chains from which blocks on threads beat one stream (docs/notes/throughput.md)
+BLOCK_MAX = 16_384       # chains per block at most: a block's temporaries stay in the core's cache
+_POOLS: dict = {}   # by process id: a forked child (the lab's trials, the ladder) has none of its parent's threads
+
+
+def block_plan(chains: int, workers: int | None = None) -> list[slice]:
+    """The blocks an ensemble of `chains` steps in: one below PARALLEL_FROM chains or on one core, else a
+    multiple of the worker count of near-equal blocks of at most BLOCK_MAX chains."""
+    workers = WORKERS if workers is None else workers
+    if workers < 2 or chains < PARALLEL_FROM:
+        return [slice(0, chains)]
+    return even_blocks(chains, workers * -(-chains // (workers * BLOCK_MAX)))
+
+
+def even_blocks(chains: int, k: int) -> list[slice]:
+    bounds = [i * chains // k for i in range(k + 1)]
+    return [slice(a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def block_streams(rng: np.random.Generator, k: int) -> list[np.random.Generator]:
+    """k generators spawned from rng's SeedSequence, on SFC64: its normal variates cost 7.0 ns against
+    PCG64's 8.6, and they are most of a step (docs/notes/throughput.md). One block keeps the ensemble's PCG64
+    stream, so small runs (and tests/golden) are what they were."""
+    return [np.random.Generator(np.random.SFC64(seq)) for seq in rng.bit_generator.seed_seq.spawn(k)]
+
+
+def pool() -> ThreadPoolExecutor:
+    pid = os.getpid()
+    if pid not in _POOLS:
+        _POOLS[pid] = ThreadPoolExecutor(WORKERS, thread_name_prefix="chain-blocks")
+    return _POOLS[pid]
+
+
 class Ensemble:
-    """Many chains of one sampler, advanced together; diverged chains are frozen and counted."""
+    """Many chains of one sampler, advanced together; diverged chains are frozen and counted.
+
+    blocks: how many chain blocks (each with its own generator) a step runs in; None: `block_plan`, for a
+    sampler that steps chains independently (`Sampler.blockwise`), else one. Equal seeds and block counts
+    give equal runs, on any number of threads."""
 
     def __init__(self, sampler: Sampler, chains: int, seed: int = 0, theta0=None, bound: float = 1e6,
-                 engine: bool = False):
+                 engine: bool = False, blocks: int | None = None):
         self.sampler, self.seed, self.engine = sampler, int(seed), engine
         self.rng = np.random.default_rng(self.seed)
         self.z = sampler.init_state(chains, self.rng, theta0)
-        self.guard = DivergenceGuard(self.z.shape[0], bound)
+        if sampler.blockwise:   # column-major: a step's ufuncs run over contiguous columns (theta, r, xi)
+            self.z = np.asfortranarray(self.z)
+        n = self.z.shape[0]
+        if blocks is None:
+            self.blocks = block_plan(n) if sampler.blockwise else [slice(0, n)]
+        elif blocks < 1 or (blocks > 1 and not sampler.blockwise):
+            raise ValueError(f"{sampler.name} with {sampler.oracle.describe()} does not step in blocks" if blocks > 1
+                             else f"need at least one block, got {blocks}")
+        else:
+            self.blocks = even_blocks(n, min(int(blocks), n))
+        # one block steps on the ensemble's own stream; several on streams spawned from its seed
+        self.rngs = [self.rng] if len(self.blocks) == 1 else block_streams(self.rng, len(self.blocks))
+        self.guard = DivergenceGuard(n, bound)
         self.stats = RunStats()
         self.t = 0
 
@@ -71,13 +136,54 @@ class Ensemble:
 
     def advance(self, steps: int = 1) -> np.ndarray:
         step = self.sampler.engine_step if self.engine else self.sampler.step
-        for _ in range(int(steps)):
-            self.t += 1
-            with np.errstate(all="ignore"):   # overflow is caught below, per chain
+        steps = int(steps)
+        if len(self.blocks) > 1:
+            return self._advance_blocks(step, steps)
+        with np.errstate(all="ignore"):   # overflow is caught by the guard, per chain
+            for _ in range(steps):
+                self.t += 1
                 new, info = step(self.z, self.rng, self.t)
-            self.stats.record(info)
-            self.z = self.guard.apply(self.z, new)
+                self.stats.record(info)
+                self.z = self.guard.apply(self.z, new)
         return self.z
+
+    def _advance_blocks(self, step, steps: int) -> np.ndarray:
+        """Every step of a block in one go, blocks taken in turn by the workers: chains do not interact, so a
+        block needs no other between its steps, and its state stays in its core's cache. Each worker takes
+        the next block left until none is, so a core slowed by another process takes fewer."""
+        new = np.empty_like(self.z, order="F")
+        t0, g0, guard = self.t, self.guard.step, self.guard
+        infos = [None] * len(self.blocks)
+        todo = iter(range(len(self.blocks)))   # next() on it holds the GIL: each block goes to one worker
+
+        def work(_=None):
+            with np.errstate(all="ignore"):
+                for i in todo:
+                    rows, rng, got = self.blocks[i], self.rngs[i], []
+                    zb = self.z[rows]
+                    for k in range(steps):
+                        nb, info = step(zb, rng, t0 + k + 1)
+                        zb = guard.apply_rows(rows, zb, nb, g0 + k)
+                        got.append(info)
+                    new[rows], infos[i] = zb, got
+
+        if self.engine:   # the reference, not a hot path: its blocks run in turn (the output is the same)
+            work()
+        else:
+            list(pool().map(work, range(min(WORKERS, len(self.blocks)))))
+        for per_block in zip(*infos):
+            self.stats.record(merge_infos(per_block))
+        self.t, guard.step, self.z = t0 + steps, g0 + steps, new
+        return self.z
+
+
+def merge_infos(infos) -> StepInfo:
+    """The blocks' reports as one: per-chain arrays concatenated in block order."""
+    first = infos[0]
+    if first.accepted is None and first.energy_error is None:
+        return first
+    join = lambda name: None if getattr(first, name) is None else np.concatenate([getattr(i, name) for i in infos])
+    return StepInfo(first.grad_evals, join("accepted"), join("energy_error"))
 
 
 @dataclass
@@ -92,11 +198,12 @@ class RunResult:
 
 
 def run(sampler: Sampler, steps: int, chains: int = 1000, burn: int = 0, thin: int = 1, seed: int = 0,
-        theta0=None, keep_aux: bool = False, engine: bool = False, progress=None) -> RunResult:
+        theta0=None, keep_aux: bool = False, engine: bool = False, progress=None,
+        blocks: int | None = None) -> RunResult:
     """Advance `chains` chains for burn + steps steps, keeping every `thin`-th state after burn-in."""
     if steps < 1 or burn < 0 or thin < 1:
         raise ValueError("need steps >= 1, burn >= 0, thin >= 1")
-    ens = Ensemble(sampler, chains, seed, theta0, engine=engine)
+    ens = Ensemble(sampler, chains, seed, theta0, engine=engine, blocks=blocks)
     ens.advance(burn)
     kept = steps // thin
     theta = np.empty((kept, ens.z.shape[0], sampler.dim))

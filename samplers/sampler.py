@@ -48,6 +48,12 @@ class SamplerError(ValueError):
     pass
 
 
+def scalar(x) -> bool:
+    """np.ndim(x) == 0, without its dispatch for a Python number (a step asks a few times; at 10^3 chains a
+    step is ~35 us)."""
+    return isinstance(x, (float, int)) or np.ndim(x) == 0
+
+
 @dataclass(frozen=True, kw_only=True)
 class SamplerSpec:
     name: str
@@ -67,6 +73,9 @@ class SamplerSpec:
     typed: dict = field(default_factory=dict)
     exact: bool = False               # exact-in-law samplers (HMC with Metropolis, SCIR): no recipe step
     temperable: bool | None = None    # whether beta != 1 has a meaning; None: every family but "simplex"
+    # each chain's step reads only its own row and the generator, and the sampler keeps nothing between steps:
+    # an ensemble may step it in blocks of chains on threads, each block with its own generator (samplers.run)
+    blockwise: bool = False
 
     def __post_init__(self):
         # every sampler takes the inverse temperature and the step-size schedule (docs/tempering.md)
@@ -289,7 +298,12 @@ class Sampler:
         if self.spec.fast is None or self._edited:
             return False
         b = self.bhat
-        return np.ndim(b) == 0 if b is not None else self.oracle.scalar_bhat
+        return scalar(b) if b is not None else self.oracle.scalar_bhat
+
+    @property
+    def blockwise(self) -> bool:
+        """Whether chain blocks may step apart, on threads: the spec says so and the oracle keeps no state."""
+        return self.spec.blockwise and getattr(self.oracle, "blockwise", False)
 
     def step(self, z, rng, t: int = 1) -> tuple[np.ndarray, StepInfo]:
         """One step (the fast path where there is one): the new state and what happened.

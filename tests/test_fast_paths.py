@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from samplers.registry import REGISTRY, sampler_names
+from samplers.run import BLOCK_MAX, PARALLEL_FROM, Ensemble, block_plan, block_streams
 from samplers.sampler import SamplerError
 
 FAST = [n for n in sampler_names() if REGISTRY[n].fast is not None and REGISTRY[n].recipe is not None
@@ -120,3 +121,97 @@ def test_santa_fast_path_equals_engine_with_a_typed_g1(name, potential, G1, make
     za, zb = run_both(make_sampler(name, potential, V=1.0, G1=G1, beta=0.5), steps=30)
     assert np.isfinite(za).all()
     np.testing.assert_allclose(za, zb, rtol=1e-10, atol=1e-10)
+
+
+# -- chain blocks on threads (samplers.run, docs/notes/throughput.md) -----------------
+BLOCKWISE = [n for n in FAST if REGISTRY[n].blockwise]
+
+
+def test_the_throughput_samplers_step_in_blocks():
+    assert {"sgld", "sghmc", "sgnht"} <= set(BLOCKWISE)
+
+
+@pytest.mark.parametrize("name", BLOCKWISE)
+def test_one_block_is_the_single_stream_engine_run(name, make_sampler):
+    """An ensemble in one block steps on its own generator exactly as the engine does on one stream."""
+    s = make_sampler(name, "banana", V=1.0)
+    ens = Ensemble(s, 300, seed=4, blocks=1)
+    assert ens.rngs == [ens.rng]
+    rng = np.random.default_rng(4)
+    z = s.init_state(300, rng)
+    ens.advance(25)
+    for t in range(1, 26):
+        z = s.engine_step(z, rng, t)[0]
+    np.testing.assert_allclose(ens.z, z, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("steps_per_call", [1, 7])
+@pytest.mark.parametrize("name", BLOCKWISE)
+def test_each_block_is_the_engine_on_its_own_stream(name, steps_per_call, make_sampler):
+    """Several blocks, on threads: block k's chains are the engine's run of those chains on block k's
+    generator, spawned from the ensemble's seed; however the steps are grouped into calls."""
+    s = make_sampler(name, "banana", V=1.0, **({"resample_every": 5} if "resample_every" in
+                                                REGISTRY[name].defaults else {}))
+    chains, blocks, steps = 301, 4, 21
+    ens = Ensemble(s, chains, seed=6, blocks=blocks)
+    assert len(ens.blocks) == blocks and len({id(r) for r in ens.rngs}) == blocks
+    z0 = ens.z.copy()
+    streams = block_streams(np.random.default_rng(6), blocks)   # the same spawn, made again
+    assert all(isinstance(r.bit_generator, np.random.SFC64) for r in ens.rngs)
+    for _ in range(steps // steps_per_call):
+        ens.advance(steps_per_call)
+    assert ens.t == steps and ens.stats.steps == steps and ens.guard.step == steps
+    for rows, rng in zip(ens.blocks, streams):
+        z = z0[rows]
+        for t in range(1, steps + 1):
+            z = s.engine_step(z, rng, t)[0]
+        np.testing.assert_allclose(ens.z[rows], z, rtol=1e-10, atol=1e-10)
+
+
+def test_engine_ensemble_in_blocks_equals_the_fast_one(make_sampler):
+    s = make_sampler("sgnht", "double-well", V=1.0)
+    a, b = Ensemble(s, 500, seed=2, blocks=3), Ensemble(s, 500, seed=2, blocks=3, engine=True)
+    np.testing.assert_allclose(a.advance(30), b.advance(30), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["sgld", "sghmc", "sgnht"])
+def test_same_seed_and_blocks_same_output(name, make_sampler):
+    """Bit for bit, whatever the threads did; another seed or block count gives another run."""
+    s = make_sampler(name, "gaussian", V=1.0)
+    runs = [Ensemble(s, 40_000, seed=seed, blocks=blocks).advance(5).copy()
+            for seed, blocks in [(1, 4), (1, 4), (2, 4), (1, 2)]]
+    assert np.array_equal(runs[0], runs[1])
+    assert not np.allclose(runs[0], runs[2]) and not np.allclose(runs[0], runs[3])
+
+
+def test_block_plan():
+    assert block_plan(10 ** 3, 2) == [slice(0, 1000)]          # small ensembles keep one stream
+    assert block_plan(10 ** 6, 1) == [slice(0, 10 ** 6)]       # and so does one core
+    plan = block_plan(10 ** 6, 2)
+    sizes = [b.stop - b.start for b in plan]
+    assert len(plan) % 2 == 0 and max(sizes) <= BLOCK_MAX and max(sizes) - min(sizes) <= 1
+    assert plan[0].start == 0 and plan[-1].stop == 10 ** 6
+    assert all(a.stop == b.start for a, b in zip(plan, plan[1:]))
+    assert len(block_plan(PARALLEL_FROM, 2)) >= 2
+
+
+def test_samplers_that_keep_state_stay_in_one_block(make_sampler):
+    s = make_sampler("sgld", "logistic", V=None, batch=20, eps=1e-3)   # the minibatch keeps its last batch
+    assert not s.blockwise and len(Ensemble(s, 10 ** 5 // 2, seed=0).blocks) == 1
+    with pytest.raises(ValueError, match="blocks"):
+        Ensemble(s, 100, seed=0, blocks=2)
+    assert not make_sampler("hmc", "gaussian").blockwise
+
+
+def test_blocks_freeze_diverged_chains_like_one_stream(make_sampler):
+    """The guard works per block: a chain that leaves the bound is frozen at its last state and counted,
+    at the step it left, as with one stream."""
+    s = make_sampler("sgld", "double-well", V=1.0, eps=0.01)
+    runs = [Ensemble(s, 400, seed=1, blocks=blocks) for blocks in (1, 4)]
+    for ens in runs:
+        ens.z[[5, 250], 0] = [1e3, -2e3]   # the drift 4 theta^3 eps throws them past 1e6 at the first step
+        ens.advance(3)
+        assert ens.n_diverged == 2 and ens.guard.step == 3
+        assert list(np.flatnonzero(ens.guard.first_step >= 0)) == [5, 250]
+        assert ens.z[5, 0] == 1e3 and ens.z[250, 0] == -2e3 and np.isfinite(ens.z).all()
+    assert np.array_equal(runs[0].guard.first_step, runs[1].guard.first_step)

@@ -2,11 +2,13 @@
 gradient with its scalar B-hat, the injected noise, the Hamiltonian update order, the level metric."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from sympy import Abs, sqrt
 
 from samplers.engine.noise import scaled_noise
-from samplers.sampler import SamplerError
+from samplers.sampler import SamplerError, scalar
 
 FAST_SCALAR_ONLY = "the fast path takes a scalar Bhat"
 
@@ -24,7 +26,7 @@ def gradient(s, theta, rng, value: bool = False):
     B-hat goes through the engine instead)."""
     u, g = s.oracle(theta, rng, value=value)
     b = s.current_bhat(theta)
-    if np.ndim(b) != 0:
+    if not scalar(b):
         raise SamplerError(FAST_SCALAR_ONLY)
     return u, g, float(b)
 
@@ -32,8 +34,8 @@ def gradient(s, theta, rng, value: bool = False):
 def kick(var, shape, rng):
     """sqrt(var) * N(0, 1); var is the per-coordinate variance eps (2D - eps B^)."""
     xi = rng.standard_normal(shape)
-    if np.ndim(var) == 0 and var >= 0:   # the common case, without temporaries
-        xi *= np.sqrt(var)
+    if scalar(var) and var >= 0:   # the common case, without temporaries
+        xi *= math.sqrt(var)
         return xi
     return scaled_noise(np.broadcast_to(var, shape), xi)
 

@@ -24,14 +24,17 @@ def sgld_recipe(s):
 def sgld_fast(s, z, rng, t):
     eps, beta = s.step_size(t), s.beta
     _, g, b = gradient(s, z, rng)
-    return z - eps * g + kick(eps * (2.0 / beta - eps * b), z.shape, rng), ONE_GRADIENT
+    g *= -eps   # the oracle's fresh array becomes the new state, without temporaries
+    g += z
+    g += kick(eps * (2.0 / beta - eps * b), z.shape, rng)
+    return g, ONE_GRADIENT
 
 
 SGLD = SamplerSpec(
     name="sgld", title="SGLD", source="recipe paper Eq. (13) (Welling & Teh 2011)",
     doc="Stochastic gradient Langevin dynamics: z = θ, H = U, D = I, Q = 0; at inverse temperature β, "
     "θ ← θ − ε∇Ũ + N(0, ε(2/β − εB̂)).",
-    defaults=dict(eps=0.01, Bhat=0.0), layout=lambda d, p: {}, recipe=sgld_recipe, fast=sgld_fast)
+    defaults=dict(eps=0.01, Bhat=0.0), layout=lambda d, p: {}, recipe=sgld_recipe, fast=sgld_fast, blockwise=True)
 
 
 def sgrld_recipe(s):
@@ -56,5 +59,5 @@ SGRLD = SamplerSpec(
     doc="Stochastic gradient Riemannian Langevin dynamics: D = G(θ)⁻¹ = metric_D·sqrt|U + metric_C|·I, "
     "Γ_i = Σ_j ∂_j G⁻¹_ij. metric_C defaults to 0.5 − min U, so U + C ≥ 0.5.",
     defaults=dict(eps=0.003, metric_D=1.5, metric_C=None, Bhat=0.0), layout=lambda d, p: {}, recipe=sgrld_recipe,
-    fast=sgrld_fast)
+    fast=sgrld_fast, blockwise=True)
 

@@ -81,7 +81,7 @@ SGHMC = SamplerSpec(
     name="sghmc", title="SGHMC", source="recipe paper Eq. (12) (Chen, Fox & Guestrin 2014)", doc=SGHMC_DOC,
     defaults=dict(eps=0.05, C=1.0, M=1.0, Bhat=0.0, resample_every=0, integrator="euler"), layout=momentum_layout,
     recipe=sghmc_recipe, fast=sghmc_fast, fast_only=dict(integrator="splitting"), init_aux=init_momentum,
-    family="hamiltonian", choices=dict(integrator=("euler", "splitting")))
+    blockwise=True, family="hamiltonian", choices=dict(integrator=("euler", "splitting")))
 
 SGHMC_NAIVE = SamplerSpec(
     name="sghmc-naive", title="naive SGHMC", source="recipe paper Eq. (11) (Chen, Fox & Guestrin 2014, Eq. 4)",
@@ -90,5 +90,6 @@ SGHMC_NAIVE = SamplerSpec(
     "so nothing is injected). Momentum resampled every resample_every steps (Chen et al. use 50).",
     defaults=dict(eps=0.1, C=None, M=1.0, Bhat=None, resample_every=50, integrator="euler"),
     layout=momentum_layout, recipe=sghmc_recipe, fast=sghmc_fast, fast_only=dict(integrator="splitting"),
-    init_aux=init_momentum, corrected="sghmc", family="hamiltonian", choices=dict(integrator=("euler", "splitting")))
+    init_aux=init_momentum, blockwise=True, corrected="sghmc", family="hamiltonian",
+    choices=dict(integrator=("euler", "splitting")))
 

@@ -54,11 +54,11 @@ SGRHMC = SamplerSpec(
     "G⁻¹ = metric_D·sqrt|U + metric_C| (Supplement F.1); Γ_r = ∇_θ G^{-1/2}. metric_C defaults to 0.5 − min U "
     "(the paper's 0.5 for U ≥ 0; for the double well the paper's C = 0.5 makes G singular near the modes).",
     defaults=dict(SGRHMC_PARAMS), layout=momentum_layout, recipe=sgrhmc_recipe, fast=sgrhmc_fast,
-    init_aux=init_momentum, family="hamiltonian")
+    init_aux=init_momentum, blockwise=True, family="hamiltonian")
 
 SGRHMC_NAIVE = SamplerSpec(
     name="sgrhmc-naive", title="naive SGRHMC", source="recipe paper Eq. (16)",
     doc="SGRHMC without the correction Γ_r = ∇_θ G^{-1/2}: preconditioned HMC plus state-dependent friction, "
     "which leaves the target.",
     defaults=dict(SGRHMC_PARAMS), layout=momentum_layout, recipe=sgrhmc_recipe, fast=sgrhmc_fast,
-    init_aux=init_momentum, corrected="sgrhmc", family="hamiltonian")
+    init_aux=init_momentum, blockwise=True, corrected="sgrhmc", family="hamiltonian")

@@ -47,11 +47,25 @@ def _thermostat_fast(s, z, rng, multivariate: bool, t: int = 1):
     if s.params.get("integrator") == "splitting":
         return _msgnht_splitting(s, theta, r, xi, rng, eps, A, beta)
     _, g, b = gradient(s, theta, rng)
-    r_new = r - eps * (g + xi * r) + kick(eps * (2 * A / beta - eps * b), r.shape, rng)
-    theta_new = theta + eps * r_new
-    heat = r_new ** 2 if multivariate else (r_new ** 2).mean(axis=1, keepdims=True)
+    # r <- r - eps (g + xi r) + noise, theta <- theta + eps r_new, written into one new array in place
+    out = np.empty_like(z)
+    theta_new, r_new, xi_new = out[:, :d], out[:, d:2 * d], out[:, 2 * d:]
+    np.multiply(xi, r, out=r_new)
+    r_new += g
+    r_new *= -eps
+    r_new += r
+    r_new += kick(eps * (2 * A / beta - eps * b), r.shape, rng)
+    np.multiply(r_new, eps, out=theta_new)
+    theta_new += theta
+    if multivariate or d == 1:
+        np.square(r_new, out=xi_new)
+    else:
+        np.mean(np.square(r_new), axis=1, keepdims=True, out=xi_new)
     # Gamma_xi = -1 enters as -1/beta: the thermostat drives the kinetic temperature to 1/beta
-    return np.concatenate([theta_new, r_new, xi + eps * (heat - 1.0 / beta)], axis=1), ONE_GRADIENT
+    xi_new -= 1.0 / beta
+    xi_new *= eps
+    xi_new += xi
+    return out, ONE_GRADIENT
 
 
 def _msgnht_splitting(s, theta, r, xi, rng, eps, A, beta):
@@ -81,7 +95,7 @@ SGNHT = SamplerSpec(
     "D = diag(0, A·I, 0), Q couples r and ξ through r/d; Γ_ξ = −1.",
     defaults=dict(eps=0.02, A=1.0, Bhat=0.0), layout=lambda d, p: {"momentum": names("r", d), "thermostat": ["xi"]},
     recipe=lambda s: _thermostat_recipe(s, False), fast=lambda s, z, rng, t: _thermostat_fast(s, z, rng, False, t),
-    init_aux=_init_thermostat, family="thermostat")
+    init_aux=_init_thermostat, blockwise=True, family="thermostat")
 
 MSGNHT = SamplerSpec(
     name="msgnht", title="mSGNHT", source="Oono (2016) lecture notes, mSGNHT (Ding et al. 2014; Gan et al. 2015)",
@@ -90,6 +104,6 @@ MSGNHT = SamplerSpec(
     defaults=dict(eps=0.02, A=1.0, Bhat=0.0, integrator="euler"),
     layout=lambda d, p: {"momentum": names("r", d), "thermostat": names("xi", d)},
     recipe=lambda s: _thermostat_recipe(s, True), fast=lambda s, z, rng, t: _thermostat_fast(s, z, rng, True, t),
-    fast_only=dict(integrator="splitting"), init_aux=_init_thermostat, family="thermostat",
+    fast_only=dict(integrator="splitting"), init_aux=_init_thermostat, blockwise=True, family="thermostat",
     choices=dict(integrator=("euler", "splitting")))
 

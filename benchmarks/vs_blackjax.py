@@ -1,0 +1,162 @@
+"""Chain-steps per second of this project and of BlackJAX, side by side, on this machine's CPU.
+
+SGLD, SGHMC and SGNHT on the 1-D Gaussian with simulated gradient noise V = 1 (grad U~ = theta + N(0, 1)),
+at each sampler's default step, for 10^3 to 10^6 independent chains. This project: `Ensemble.advance`,
+what runs and the lab step (divergence guard included; chain blocks on every core from the threshold of
+samplers.run on), in float64. BlackJAX: `blackjax.sgmcmc.diffusions` under `jax.jit` + `lax.scan` on the CPU,
+in float64 like this project ("ratio") and in JAX's default float32 ("f32 ratio"). SGLD and SGHMC step the
+whole ensemble as one array (their chains do not interact); SGNHT's thermostat is one scalar per state, so
+its diffusion is vmapped over chains, each with its own key. Runs are interleaved (project, BlackJAX f64,
+BlackJAX f32, floor) and the best of the rounds is kept, so a busy machine slows all alike.
+
+floor: the rate at which all cores (one thread and generator each, of the kind chain blocks use) draw the
+two normal variates one chain-step needs; "of floor" is this project's share of it.
+
+Needs the optional `bench` extra (`pip install -e .[bench]`); it installs nothing itself.
+
+    python benchmarks/vs_blackjax.py [--rounds 5] [--sizes 1000,10000] [--samplers sgld,sghmc]
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from samplers.registry import build_sampler
+from samplers.run import Ensemble, block_plan, block_streams
+from samplers.targets.presets import get_potential
+
+SAMPLERS = ("sgld", "sghmc", "sgnht")
+SIZES = (10 ** 3, 10 ** 4, 10 ** 5, 10 ** 6)
+
+
+def steps_for(chains: int) -> int:
+    return max(6, 3_000_000 // chains)
+
+
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+# -- this project ------------------------------------------------------------------
+def project_runner(name: str, chains: int):
+    s = build_sampler(name, get_potential("gaussian"), V=1.0)
+    ens = Ensemble(s, chains, seed=1)
+    steps = steps_for(chains)
+    ens.advance(2)   # warm up (threads, caches)
+    return lambda: ens.advance(steps)
+
+
+def floor_runner(chains: int):
+    """Two normal variates per chain-step, drawn on all cores into preallocated buffers."""
+    workers = os.cpu_count() or 1
+    steps = steps_for(chains)
+    parts = np.array_split(np.arange(2 * chains), workers)
+    bufs = [np.empty(len(p)) for p in parts]
+    gens = block_streams(np.random.default_rng(0), workers)   # the generators chain blocks draw from
+    pool = ThreadPoolExecutor(workers)
+
+    def draw(i):
+        for _ in range(steps):
+            gens[i].standard_normal(out=bufs[i])
+
+    return lambda: list(pool.map(draw, range(workers)))
+
+
+# -- BlackJAX ----------------------------------------------------------------------
+def blackjax_runner(name: str, chains: int, x64: bool):
+    import jax
+    enable_x64 = getattr(jax, "enable_x64", None)
+    if enable_x64 is None:   # before jax 0.8 it was experimental
+        from jax.experimental import enable_x64
+    with enable_x64(x64):   # jit caches by this flag: compile and call under it
+        go, init, key = _blackjax_scan(name, chains)
+        jax.block_until_ready(go(init, key))   # compile
+
+    def call():
+        with enable_x64(x64):
+            jax.block_until_ready(go(init, key))
+    return call
+
+
+def _blackjax_scan(name: str, chains: int):
+    import jax
+    import jax.numpy as jnp
+    from blackjax.sgmcmc import diffusions
+
+    steps = steps_for(chains)
+    key = jax.random.key(0)
+    theta = jax.random.normal(key, (chains,)) * 0.5
+
+    def grad_logdensity(x, k):   # -grad U~ = -(x + N(0, V)), V = 1
+        return -(x + jax.random.normal(k, x.shape, x.dtype))
+
+    if name == "sgld":
+        step = diffusions.overdamped_langevin()
+
+        def body(carry, k):
+            kg, kn = jax.random.split(k)
+            return step(kn, carry, grad_logdensity(carry, kg), 0.01), None
+        init = theta
+    elif name == "sghmc":
+        step = diffusions.sghmc(alpha=1.0)
+
+        def body(carry, k):
+            x, r = carry
+            kg, kn = jax.random.split(k)
+            return step(kn, x, r, grad_logdensity(x, kg), 0.05), None
+        init = (theta, jax.random.normal(jax.random.key(1), (chains,)))
+    else:
+        step = jax.vmap(diffusions.sgnht(alpha=1.0), in_axes=(0, 0, 0, 0, 0, None))
+
+        def body(carry, k):
+            x, r, xi = carry
+            kg, kn = jax.random.split(k)
+            return step(jax.random.split(kn, chains), x, r, xi, grad_logdensity(x, kg), 0.02), None
+        init = (theta, jax.random.normal(jax.random.key(1), (chains,)), jnp.ones(chains))
+
+    @jax.jit
+    def go(carry, k):
+        return jax.lax.scan(body, carry, jax.random.split(k, steps))[0]
+
+    return go, init, key
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    ap.add_argument("--samplers", default=",".join(SAMPLERS))
+    args = ap.parse_args()
+    if importlib.util.find_spec("blackjax") is None:
+        sys.exit("benchmarks/vs_blackjax.py needs BlackJAX: pip install -e .[bench]")
+    import blackjax
+    import jax
+
+    print(f"chain-steps/s, best of {args.rounds} interleaved rounds; {os.cpu_count()} cores; "
+          f"BlackJAX {blackjax.__version__}, jax {jax.__version__}, numpy {np.__version__}")
+    print(f"{'sampler':8s}{'chains':>9s}{'blocks':>7s}{'project':>11s}{'BlackJAX':>11s}{'ratio':>7s}"
+          f"{'BJ f32':>11s}{'f32 ratio':>10s}{'floor':>11s}{'of floor':>9s}")
+    for name in args.samplers.split(","):
+        for chains in map(int, args.sizes.split(",")):
+            runs = {"project": project_runner(name, chains), "f64": blackjax_runner(name, chains, True),
+                    "f32": blackjax_runner(name, chains, False), "floor": floor_runner(chains)}
+            best = dict.fromkeys(runs, np.inf)
+            for _ in range(args.rounds):
+                for key, fn in runs.items():
+                    best[key] = min(best[key], timed(fn))
+            rate = {k: chains * steps_for(chains) / v for k, v in best.items()}
+            print(f"{name:8s}{chains:9d}{len(block_plan(chains)):7d}{rate['project']:11.3e}{rate['f64']:11.3e}"
+                  f"{rate['project'] / rate['f64']:7.2f}{rate['f32']:11.3e}{rate['project'] / rate['f32']:10.2f}"
+                  f"{rate['floor']:11.3e}{rate['project'] / rate['floor']:9.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
