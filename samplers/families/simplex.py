@@ -88,10 +88,14 @@ def _batch_indices(s, chains, rng):
     return None
 
 
-def shape_estimate(s, chains, rng) -> np.ndarray:
-    """a-hat per chain and coordinate (chains, d): alpha + (N/n) sum_{i in S} z_i, or the exact a."""
+def shape_estimate(s, chains, rng, theta=None) -> np.ndarray:
+    """a-hat per chain and coordinate (chains, d): alpha + (N/n) sum_{i in S} z_i, or the exact a.
+
+    Data with latent allocations (`data.latent`, the DP mixture) draw them given theta for the batch first."""
     pot = _target(s)
     idx = _batch_indices(s, chains, rng)
+    if getattr(pot.data, "latent", False):
+        return pot.data.shape_estimate(idx, theta, rng)
     if idx is None:
         return np.broadcast_to(pot.shape, (chains, pot.dim))
     return pot.data.shape_estimate(idx)
@@ -107,7 +111,7 @@ def cir_transition(theta, a, h, rng):
 def scir_fast(s, z, rng, t):
     """One exact CIR transition over h with a-hat from a fresh minibatch (Eq. 2.3)."""
     theta = np.abs(z)   # a start drawn around the mean may be negative: the CIR is started at |theta|
-    return cir_transition(theta, shape_estimate(s, z.shape[0], rng), s.step_size(t), rng), ONE_GRADIENT
+    return cir_transition(theta, shape_estimate(s, z.shape[0], rng, theta), s.step_size(t), rng), ONE_GRADIENT
 
 
 def sgrld_simplex_fast(s, z, rng, t):
@@ -118,6 +122,10 @@ def sgrld_simplex_fast(s, z, rng, t):
     c = z.shape[0]
     if pot.data is None:                            # gamma:a, no data: drift a - theta
         drift = pot.shape - theta
+    elif getattr(pot.data, "latent", False):        # several simplices (blocks), allocations drawn given theta
+        data = pot.data
+        a = shape_estimate(s, c, rng, theta)
+        drift = a - theta - data.block_sum(a - data.alpha) * theta / data.block_sum(theta)
     else:
         data = pot.data
         omega = theta / theta.sum(1, keepdims=True)
@@ -368,7 +376,7 @@ def sgrhmc_simplex_splitting(s, z, rng, t):
     d, h = s.dim, s.step_size(t)
     z = _fold(z, d)
     theta, r = z[:, :d], z[:, d:]
-    c = (2.0 if s.spec.naive else 1.0) - 2.0 * shape_estimate(s, z.shape[0], rng)
+    c = (2.0 if s.spec.naive else 1.0) - 2.0 * shape_estimate(s, z.shape[0], rng, theta)
     r = _ou(r, theta, h / 2, rng)
     phi = 2.0 * np.sqrt(theta)
     r = r - 0.25 * h * phi

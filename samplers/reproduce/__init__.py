@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from samplers.reproduce import chen, qnhmc_models, qnhmc_table, recipe_figures, scir_figures
+from samplers.reproduce import dpmixture
 from samplers.reproduce.base import ASSETS, Reproduction, format_table, write, write_docs
 
 REPRODUCTIONS: dict[str, Reproduction] = {r.name: r for r in (
@@ -20,6 +21,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {r.name: r for r in (
     qnhmc_models.qnhmc_pmf,
     scir_figures.scir_fig1,
     scir_figures.scir_fig2,
+    dpmixture.scir_dpmixture,
 )}
 
 
