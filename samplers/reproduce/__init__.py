@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from samplers.reproduce import chen, qnhmc_models, qnhmc_table, recipe_figures, scir_figures
-from samplers.reproduce import dpmixture
+from samplers.reproduce import chen, dpmixture, qnhmc_models, qnhmc_table, recipe_figures, scir_figures
 from samplers.reproduce.base import ASSETS, Reproduction, format_table, write, write_docs
 
 REPRODUCTIONS: dict[str, Reproduction] = {r.name: r for r in (

@@ -45,7 +45,7 @@ def _one_thread():
     """A BLAS of one thread per process: the jobs run side by side, and more threads only contend on a shared
     machine (a step took 5 ms alone and 30 ms with two two-thread jobs beside other work)."""
     try:
-        from threadpoolctl import threadpool_limits   # scikit-learn's dependency
+        from threadpoolctl import threadpool_limits  # scikit-learn's dependency
     except ImportError:
         return contextlib.nullcontext()
     return threadpool_limits(1)
@@ -121,7 +121,7 @@ def scir_dpmixture(seed: int = 0, full: bool = False, quick: bool = False) -> Ou
     fig, axs = plt.subplots(1, 3, figsize=(15, 4.4))
     for n, (label, key) in SAMPLERS.items():
         r = best[n]
-        for j, (ax, field) in enumerate(zip(axs[:2], ("log_pred", "error"))):
+        for ax, field in zip(axs[:2], ("log_pred", "error")):
             ax.plot(r["seconds"], r[field], color=COLORS[n], lw=0.6, alpha=0.45)
             ax.plot(r["seconds"], r[field].mean(1), color=COLORS[n], lw=1.8, label=f"{label} ({key} = {r['step']:g})")
         steps = [c for c in results if c["name"] == n]

@@ -265,3 +265,22 @@ def dp_mixture(seed: int = 0, size: str = "default") -> MixturePotential:
     if size not in SIZES:
         raise ValueError(f"size must be one of {', '.join(SIZES)}, got {size!r}")
     return dp_mixture_potential(synthetic_mixture(seed, **SIZES[size]))
+
+
+# the Models page's entry: SGRLD against SCIR, step sizes from the reproduction's tuning (scir-dpmixture)
+LIVE_PARAMS = {"sgrld-simplex": {"eps": 0.03}, "scir": {"h": 0.3}}
+LIVE_BATCH, LIVE_CHAINS = 1000, 4
+
+
+def live_fields(seed: int = 0, size: str = "default") -> dict:
+    """The fields of the page's `LiveModel` for the DP mixture (`targets/live.py` builds it: live imports this
+    module, so this one cannot import live back). The score is the held-out log predictive of the chains'
+    averaged predictive, higher is better; it reads the state or its normalised view alike."""
+    pot = dp_mixture(seed, size)
+    data = pot.data
+    return dict(
+        key="dp-mixture", title="DP mixture of categorical data (SCIR paper §4.2)", potential=pot,
+        metric=data.log_predictive, metric_name="held-out log predictive (nats per row)", lower_is_better=False,
+        pair=("sgrld-simplex", "scir"), params=LIVE_PARAMS, batch=min(LIVE_BATCH, data.n), chains=LIVE_CHAINS,
+        init=data.init,
+        description=f"{pot.description}; the generating mixture's own score is {data.truth_log_predictive():.3f}")
