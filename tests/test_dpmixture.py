@@ -131,6 +131,8 @@ def test_scores_at_the_truth():
     assert data.component_error(state)[0] == pytest.approx(0.0, abs=1e-12)
     assert data.log_predictive(state) == pytest.approx(data.truth_log_predictive(), abs=1e-6)
     assert data.occupied(state)[0] == 3
+    truth_absent = (data.true_phi * (data.true_phi < 1e-3)).sum(1).mean()
+    assert data.absent_mass(state)[0] == pytest.approx(truth_absent, abs=1e-12)
     random = data.init(4, np.random.default_rng(0))
     assert (data.component_error(random) > 0.2).all()
     assert (data.log_predictive_chains(random) < data.truth_log_predictive() - 0.5).all()

@@ -207,12 +207,25 @@ class DPMixtureData:
         per = special.logsumexp(self.joint(theta, xb), axis=2)            # (chains, T)
         return float((special.logsumexp(per, axis=0) - np.log(len(per)) + coef).mean())
 
-    def component_error(self, theta) -> np.ndarray:
-        """Per chain: the mean TV distance between each true component and its optimally matched sampled one."""
+    def matched(self, theta):
+        """Each true component's sampled partner under the optimal assignment by total-variation distance:
+        the partners' phi (chains, K*, d) and their distances (chains, K*)."""
         comp, _ = self.split(theta)
         phi = comp / comp.sum(2, keepdims=True)
         cost = 0.5 * np.abs(self.true_phi[None, :, None, :] - phi[:, None, :, :]).sum(3)   # (chains, K*, K)
-        return np.array([c[linear_sum_assignment(c)].mean() for c in cost])
+        cols = np.array([linear_sum_assignment(c)[1] for c in cost])                    # rows come out in order
+        rows = np.arange(len(cost))[:, None]
+        return phi[rows, cols], np.take_along_axis(cost, cols[:, :, None], axis=2)[..., 0]
+
+    def component_error(self, theta) -> np.ndarray:
+        """Per chain: the mean TV distance between each true component and its optimally matched sampled one."""
+        return self.matched(theta)[1].mean(1)
+
+    def absent_mass(self, theta, level: float = 1e-3) -> np.ndarray:
+        """Per chain: the mean mass the matched components put on the categories their true partner gives less
+        than `level` (the sparse coordinates whose upward bias is SGRLD's, Proposition 1.1)."""
+        phi, _ = self.matched(theta)
+        return (phi * (self.true_phi < level)).sum(2).mean(1)
 
     def occupied(self, theta, threshold: float = 0.01) -> np.ndarray:
         """Per chain: how many components carry more than `threshold` of the weight."""
