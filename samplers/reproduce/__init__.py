@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from samplers.reproduce import chen, lda, qnhmc_models, qnhmc_table, recipe_figures, scir_figures
+from samplers.reproduce import chen, dpmixture, lda, qnhmc_models, qnhmc_table, recipe_figures, scir_figures
 from samplers.reproduce.base import ASSETS, Reproduction, format_table, write, write_docs
 
 REPRODUCTIONS: dict[str, Reproduction] = {r.name: r for r in (
@@ -22,6 +22,7 @@ REPRODUCTIONS: dict[str, Reproduction] = {r.name: r for r in (
     scir_figures.scir_fig2,
     lda.recipe_lda,
     lda.scir_lda,
+    dpmixture.scir_dpmixture,
 )}
 
 

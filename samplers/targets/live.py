@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from samplers.targets import dpmixture
 from samplers.targets.potential import Potential
 
 
@@ -33,7 +34,9 @@ class LiveModel:
 
 
 # key -> (title, builder); filled by the model modules' entries, in the order the page lists them
-LIVE_MODELS: dict[str, tuple[str, Callable[..., LiveModel]]] = {}
+LIVE_MODELS: dict[str, tuple[str, Callable[..., LiveModel]]] = {
+    "dp-mixture": ("DP mixture (SCIR §4.2)", lambda **kw: LiveModel(**dpmixture.live_fields(**kw))),
+}
 
 
 def live_model(key: str, seed: int = 0, size: str = "default") -> LiveModel:
