@@ -14,13 +14,13 @@ from samplers.reproduce.base import ASSETS, Reproduction, format_table, write, w
 REPRODUCTIONS: dict[str, Reproduction] = {r.name: r for r in (
     recipe_figures.fig2_left,
     recipe_figures.fig2_right,
+    lda.recipe_lda,
     chen.chen_fig1,
     qnhmc_table.qnhmc_table1,
     qnhmc_models.qnhmc_logistic,
     qnhmc_models.qnhmc_pmf,
     scir_figures.scir_fig1,
     scir_figures.scir_fig2,
-    lda.recipe_lda,
     lda.scir_lda,
     dpmixture.scir_dpmixture,
 )}
