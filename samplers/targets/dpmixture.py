@@ -172,8 +172,9 @@ class DPMixtureData:
         xb, coef = self._batch(idx)
         return -(special.logsumexp(self.joint(theta, xb), axis=2) + coef)
 
-    def batch_grad(self, theta, idx) -> np.ndarray:
-        """sum_{i in idx} grad -log p(x_i | theta) (chains, dim), by Fisher's identity: E-counts / theta terms."""
+    def batch_grad(self, theta, idx, rng=None) -> np.ndarray:
+        """sum_{i in idx} grad -log p(x_i | theta) (chains, dim), by Fisher's identity: E-counts / theta terms.
+        Exact in the allocations (their expectation), so it draws nothing from rng (which latent data get)."""
         r, xb = self.responsibilities(theta, idx)
         e = self.counts(r, np.broadcast_to(xb, r.shape[:2] + (self.d,)))
         t = np.abs(theta)
