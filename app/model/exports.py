@@ -30,7 +30,12 @@ def file_name(runs: list[LiveRun], ext: str) -> str:
     steps = np.concatenate([kept(run)[0] for run in runs])
     parts = [runs[0].pot.name] + [run.sampler.name for run in runs]
     span = f"steps{steps.min()}-{steps.max()}" if steps.min() != steps.max() else f"step{steps.min()}"
-    name = re.sub(r"[^A-Za-z0-9.+-]+", "_", "_".join(parts + [span])).strip("_")
+    return safe_file_name(parts + [span], ext)
+
+
+def safe_file_name(parts: list[str], ext: str) -> str:
+    """The parts joined by _, anything but letters, digits and .+- replaced (names may hold typed text), cut."""
+    name = re.sub(r"[^A-Za-z0-9.+-]+", "_", "_".join(parts)).strip("_")
     return f"{name[:120]}.{ext}"
 
 

@@ -20,7 +20,6 @@ import dataclasses
 import io
 import json
 import math
-import re
 import threading
 import time
 from collections import deque
@@ -34,6 +33,7 @@ from samplers.registry import build_sampler
 from samplers.run import Ensemble
 from samplers.targets.live import LIVE_MODELS, LiveModel
 
+from .exports import safe_file_name
 from .lab import MAX_STATE, USER_ERRORS, _one_line
 from .reasons import Notice, NoticeKind
 from .urlstate import MAX_MESSAGES, NAV_KEYS, _float, _int, _reason, quoted
@@ -560,9 +560,7 @@ class ModelsLab(param.Parameterized):
 
     def file_name(self, ext: str) -> str:
         runs = self.runs
-        parts = [runs.model.key] + [s.key for s in runs.sides] + [f"steps0-{runs.t}"]
-        name = re.sub(r"[^A-Za-z0-9.+-]+", "_", "_".join(parts)).strip("_")
-        return f"{name[:120]}.{ext}"
+        return safe_file_name([runs.model.key] + [s.key for s in runs.sides] + [f"steps0-{runs.t}"], ext)
 
 
 def write_json(data: dict) -> io.StringIO:
