@@ -7,9 +7,12 @@ than drawing its random numbers. All figures come from one run, so they are comp
     python benchmarks/sampler_speed.py [--quick]
     python benchmarks/sampler_speed.py --blocks   # one stream vs two blocks on threads: PARALLEL_FROM
     python benchmarks/sampler_speed.py --cpu      # CPU ns per chain-step: where the time goes, on one core
+    python benchmarks/sampler_speed.py --ahead    # one stream with and without its normals drawn ahead
 
 --blocks times `Ensemble.advance` with one block and with two (one per core) at chain counts around the
 threshold of samplers.run, a step per call (the lab) and 50 per call (runs), in interleaved rounds.
+--ahead times one block's `advance(steps)` with its normals drawn ahead on the other core (samplers.prefetch)
+and without, below the threshold, in interleaved rounds; cpu/wall shows how much of a second core it took.
 """
 from __future__ import annotations
 
@@ -88,6 +91,30 @@ def blocks(rounds: int = 7):
                       flush=True)
 
 
+def ahead(rounds: int = 5):
+    from samplers import run as R
+    pot = get_potential("gaussian")
+    print(f"{'sampler':8s} {'chains':>8s} {'steps':>6s} {'one stream':>11s} {'ahead':>11s} {'ratio':>6s} "
+          f"{'cpu/wall':>9s}")
+    for name in ("sgld", "sghmc", "sgnht"):
+        s = build_sampler(name, pot, V=1.0)
+        for n in (1000, 2000, 4000, 8000):
+            steps = 2_000_000 // n
+            ens = Ensemble(s, n, seed=1, blocks=1)
+            wall, cpu_used = {}, {}
+            for _ in range(rounds):
+                for key, at in (("one", 10 ** 18), ("ahead", 0)):
+                    R.AHEAD_FROM = at
+                    w, c = time.perf_counter(), time.process_time()
+                    ens.advance(steps)
+                    w, c = time.perf_counter() - w, time.process_time() - c
+                    if w < wall.get(key, np.inf):
+                        wall[key], cpu_used[key] = w, c
+            rate = {k: n * steps / v for k, v in wall.items()}
+            print(f"{name:8s} {n:8d} {steps:6d} {rate['one']:11.3e} {rate['ahead']:11.3e} "
+                  f"{rate['ahead'] / rate['one']:6.2f} {cpu_used['ahead'] / wall['ahead']:9.2f}", flush=True)
+
+
 def cpu(rounds: int = 5):
     """CPU time per chain-step on one thread (robust to other processes): the two normal variates, one
     block (a whole-array step), and the block plan of a 2-core machine stepped in turn on one worker."""
@@ -129,7 +156,9 @@ if __name__ == "__main__":
     if "--cpu" in sys.argv:
         cpu()
         sys.exit()
-    if "--blocks" in sys.argv:
+    if "--ahead" in sys.argv:
+        ahead()
+    elif "--blocks" in sys.argv:
         blocks()
     else:
         main("--quick" in sys.argv)

@@ -3,7 +3,8 @@
 SGLD, SGHMC and SGNHT on the 1-D Gaussian with simulated gradient noise V = 1 (grad U~ = theta + N(0, 1)),
 at each sampler's default step, for 10^3 to 10^6 independent chains. This project: `Ensemble.advance`,
 what runs and the lab step (divergence guard included; chain blocks on every core from the threshold of
-samplers.run on), in float64. BlackJAX: `blackjax.sgmcmc.diffusions` under `jax.jit` + `lax.scan` on the CPU,
+samplers.run on, below it one stream whose normals the other core draws ahead), in float64. BlackJAX:
+`blackjax.sgmcmc.diffusions` under `jax.jit` + `lax.scan` on the CPU,
 in float64 like this project ("ratio") and in JAX's default float32 ("f32 ratio"). SGLD and SGHMC step the
 whole ensemble as one array (their chains do not interact); SGNHT's thermostat is one scalar per state, so
 its diffusion is vmapped over chains, each with its own key. Runs are interleaved (project, BlackJAX f64,

@@ -4,18 +4,22 @@ A large ensemble of a blockwise sampler steps in blocks of chains on a thread po
 generator spawned from the ensemble's seed (numpy releases the GIL inside random generation and ufuncs), so
 every core works and each block's temporaries stay in cache. The output is a function of the seed and the
 block plan, which depends on the chain count and the number of cores only (`block_plan`); with one block it
-is the single-stream run of before. Design and measurements: docs/notes/throughput.md.
+is the single-stream run of before. A smaller ensemble is one block, whose normal variates another core
+draws ahead over a long enough `advance` or `run` (samplers.prefetch), which changes no bit of it. Design
+and measurements: docs/notes/throughput.md.
 """
 from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from samplers.diagnostics import DivergenceGuard
 from samplers.engine.info import StepInfo
+from samplers.prefetch import CHUNK, NormalsAhead
 from samplers.sampler import Sampler
 
 
@@ -60,6 +64,8 @@ def _cores() -> int:
 WORKERS = int(os.environ.get("SGMCMC_THREADS") or _cores())
 PARALLEL_FROM = 8_192    # chains from which blocks on threads beat one stream (docs/notes/throughput.md)
 BLOCK_MAX = 16_384       # chains per block at most: a block's temporaries stay in the core's cache
+AHEAD_FROM = 8 * CHUNK   # state entries x steps from which one stream's normals are drawn ahead (a chunk or
+                         # two are drawn in vain at the end)
 _POOLS: dict = {}   # by process id: a forked child (the lab's trials, the ladder) has none of its parent's threads
 
 
@@ -115,6 +121,7 @@ class Ensemble:
             self.blocks = even_blocks(n, min(int(blocks), n))
         # one block steps on the ensemble's own stream; several on streams spawned from its seed
         self.rngs = [self.rng] if len(self.blocks) == 1 else block_streams(self.rng, len(self.blocks))
+        self._draws = self.rng   # what steps draw from: the generator, or its normals drawn ahead
         self.guard = DivergenceGuard(n, bound)
         self.stats = RunStats()
         self.t = 0
@@ -139,13 +146,30 @@ class Ensemble:
         steps = int(steps)
         if len(self.blocks) > 1:
             return self._advance_blocks(step, steps)
-        with np.errstate(all="ignore"):   # overflow is caught by the guard, per chain
+        with self.drawing_ahead(steps), np.errstate(all="ignore"):   # overflow: the guard catches it, per chain
+            rng = self._draws
             for _ in range(steps):
                 self.t += 1
-                new, info = step(self.z, self.rng, self.t)
+                new, info = step(self.z, rng, self.t)
                 self.stats.record(info)
                 self.z = self.guard.apply(self.z, new)
         return self.z
+
+    @contextmanager
+    def drawing_ahead(self, steps: int):
+        """While open, one stream's normal variates for the next `steps` steps are drawn on another core
+        ahead of the steps that use them (samplers.prefetch), when there is a core to spare and enough to
+        draw; the run is the same bits either way. `run` holds it open across its `advance` calls."""
+        if (self._draws is not self.rng or len(self.blocks) > 1 or WORKERS < 2 or not self.sampler.blockwise
+                or steps * self.z.size < AHEAD_FROM):
+            yield
+            return
+        self._draws = NormalsAhead(self.rng)
+        try:
+            yield
+        finally:
+            self._draws.close()
+            self._draws = self.rng
 
     def _advance_blocks(self, step, steps: int) -> np.ndarray:
         """Every step of a block in one go, blocks taken in turn by the workers: chains do not interact, so a
@@ -204,17 +228,18 @@ def run(sampler: Sampler, steps: int, chains: int = 1000, burn: int = 0, thin: i
     if steps < 1 or burn < 0 or thin < 1:
         raise ValueError("need steps >= 1, burn >= 0, thin >= 1")
     ens = Ensemble(sampler, chains, seed, theta0, engine=engine, blocks=blocks)
-    ens.advance(burn)
     kept = steps // thin
     theta = np.empty((kept, ens.z.shape[0], sampler.dim))
     aux = np.empty((kept, ens.z.shape[0], ens.z.shape[1] - sampler.dim)) if keep_aux else None
-    for k in range(kept):
-        ens.advance(thin)
-        theta[k] = ens.theta
-        if keep_aux:
-            aux[k] = ens.aux
-        if progress is not None:
-            progress(k + 1, kept)
+    with ens.drawing_ahead(burn + kept * thin):
+        ens.advance(burn)
+        for k in range(kept):
+            ens.advance(thin)
+            theta[k] = ens.theta
+            if keep_aux:
+                aux[k] = ens.aux
+            if progress is not None:
+                progress(k + 1, kept)
     meta = dict(sampler=sampler.name, potential=sampler.potential.name, params=sampler.params,
                 gradient=sampler.oracle.describe(), seed=int(seed), chains=int(chains), steps=int(steps),
                 burn=int(burn), thin=int(thin), diverged=ens.n_diverged)
