@@ -48,7 +48,7 @@ class NormalsAhead:
             self._ready.put((e, None))
 
     def standard_normal(self, size=None, dtype=np.float64, out=None):
-        if self._done or np.dtype(dtype) != np.float64:
+        if self._done or (dtype is not np.float64 and np.dtype(dtype) != np.float64):
             return self._passed("standard_normal")(size, dtype=dtype, out=out)
         shape = () if size is None else (size,) if isinstance(size, (int, np.integer)) else tuple(size)
         n = math.prod(shape)
@@ -58,7 +58,7 @@ class NormalsAhead:
             shape, n = out.shape, out.size
         got = self._take(n)
         if out is not None:
-            out.reshape(-1)[...] = got   # numpy fills out in C order too
+            out[...] = got.reshape(shape)   # numpy fills out in C order too
             return out
         return float(got[0]) if size is None else got.reshape(shape)
 
@@ -92,10 +92,9 @@ class NormalsAhead:
         self._done = True
         self._stop.set()
         while self._thread.is_alive():   # empty the queue so that a waiting put returns and the thread ends
-            try:
-                self._ready.get(timeout=0.01)
-            except queue.Empty:
-                pass
+            while not self._ready.empty():
+                self._ready.get_nowait()
+            self._thread.join(0.001)
         start, end = self._span
         if self._pos == self._buf.size:   # the current chunk used up (or none begun)
             self._rng.bit_generator.state = end
