@@ -2,10 +2,10 @@
 
 Below the chain-block threshold an ensemble is one block on one stream, and drawing its normal variates is
 about half of a step (docs/notes/throughput.md). One stream cannot be split between cores, but it can be
-drawn ahead: a worker fills the next chunk of normals while the stepping thread does the arithmetic with
-the current one. The numbers a step receives are the ones the generator would have given it, in the same
-order (numpy fills `standard_normal(a + b)` as `standard_normal(a)` then `standard_normal(b)`), and
-`close` leaves the generator exactly where the handed-out normals end, so a run is the same bits with or
+drawn ahead: a thread of its own fills the next chunks of normals while the stepping thread does the
+arithmetic with the current one. The numbers a step receives are the ones the generator would have given it,
+in the same order (numpy fills `standard_normal(a + b)` as `standard_normal(a)` then `standard_normal(b)`),
+and `close` leaves the generator exactly where the handed-out normals end, so a run is the same bits with or
 without drawing ahead.
 """
 from __future__ import annotations
