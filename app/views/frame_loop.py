@@ -108,8 +108,11 @@ class FrameLoop:
         self._was_connected = False
 
     def attach(self, doc) -> None:
-        """Bind the loop to this session's document (the app calls this at session start)."""
+        """Bind the loop to this session's document (the app calls this at session start), and start it if
+        its owner is already playing (a link with play=1)."""
         self.doc = doc
+        if self.active():
+            self.start()
 
     def start(self) -> None:
         if self.doc is None or self._cb is not None:

@@ -337,8 +337,6 @@ class LabView(Viewer):
     def attach(self, doc) -> None:
         """Bind the frame loop to this session's document (called by the app at session start)."""
         self.loop.attach(doc)
-        if self.lab.playing:
-            self.loop.start()
 
     def _on_playing(self, event):
         if event.new:

@@ -284,8 +284,6 @@ class ModelsView(Viewer):
     # -- frame loop -------------------------------------------------------------------------------------
     def attach(self, doc) -> None:
         self.loop.attach(doc)
-        if self.lab.playing:
-            self.loop.start()
 
     def _on_playing(self, event):
         if event.new:
