@@ -10,7 +10,8 @@ SR1_SKIP = 1e-8            # N&W's threshold for a vanishing SR1 denominator
 
 
 def batched_matvec(B, v):
-    """B v per chain, (c, d, d) x (c, d): einsum is faster for tiny d, batched matmul (BLAS) for large d."""
+    """B v per chain, (c, d, d) x (c, d): einsum (numpy's own loops, the same sums on every machine) for the
+    small d of the lab and the goldens, batched matmul (BLAS, faster) for large d."""
     if B.shape[-1] <= 8:
         return np.einsum("cij,cj->ci", B, v)
     return (B @ v[:, :, None])[:, :, 0]
@@ -35,17 +36,16 @@ def bfgs_update(B, s, y, ok):
     """Eq. (1) for every chain where `ok`: B <- (I - rho s y^T) B (I - rho y s^T) + rho s s^T.
 
     B (chains, d, d) symmetric; s, y (chains, d). Expanded as a rank-two correction,
-    B + s (c s - rho By)^T - rho By s^T with c = rho^2 y^T B y + rho, so one batched matmul with an
-    inner dimension of 2 does the O(d^2) work.
+    B + s (c s - rho By)^T - rho By s^T with c = rho^2 y^T B y + rho: two outer products, written as ufunc
+    products so that no BLAS kernel chooses the order of the sums (a matmul with an inner dimension of 2
+    rounds differently on each kernel, and BFGS trajectories amplify the last bit: tests/test_golden.py).
     """
     ok, rho, coef, By = _bfgs_terms(B, s, y, ok)
     # a skipped pair may hold NaN (a trajectory that blew up): zero it so that nothing reaches B
     s0 = np.where(ok[:, None], s, 0.0)
     By0 = np.where(ok[:, None], By, 0.0)
     rho, coef = np.where(ok, rho, 0.0)[:, None], np.where(ok, coef, 0.0)[:, None]
-    left = np.stack([s0, By0], axis=2)                               # (c, d, 2)
-    right = np.stack([coef * s0 - rho * By0, -rho * s0], axis=1)     # (c, 2, d)
-    return B + left @ right
+    return B + s0[:, :, None] * (coef * s0 - rho * By0)[:, None, :] + By0[:, :, None] * (-rho * s0)[:, None, :]
 
 
 def sr1_update(B, s, y, ok):

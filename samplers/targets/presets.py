@@ -88,8 +88,10 @@ def gaussian_nd(name: str, cov: Array, description: str, formula: str, box_sd: f
     prec = np.linalg.inv(cov)
     sd = np.sqrt(np.diag(cov))
     chol = np.linalg.cholesky(cov)
+    # einsum, not `t @ prec`: numpy's own loops sum in one order on every machine, a BLAS kernel in its own
+    # (the golden runs on this target must not depend on the processor: tests/test_golden.py)
     return Potential(
-        name, d, lambda t: 0.5 * np.einsum("ni,ij,nj->n", t, prec, t), lambda t: t @ prec,
+        name, d, lambda t: 0.5 * np.einsum("ni,ij,nj->n", t, prec, t), lambda t: np.einsum("ni,ij->nj", t, prec),
         tuple((-box_sd * s, box_sd * s) for s in sd[:2]), description=description, formula=formula,
         known_u_min=0.0, known_log_z=0.5 * (d * np.log(2 * np.pi) + np.linalg.slogdet(cov)[1]),
         known_marginals={i: stats.norm(0, sd[i]).pdf for i in range(d)},
