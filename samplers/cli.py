@@ -18,7 +18,7 @@ import zlib
 import numpy as np
 
 from samplers import diagnostics as dg
-from samplers.accuracy import score
+from samplers.accuracy import escaped_chains, score
 from samplers.design import check, design_sampler, example_names, load_design
 from samplers.engine.symbols import RecipeError
 from samplers.gradients import GradientError
@@ -136,7 +136,12 @@ def cmd_sample(args, out):
     if args.recipe is not None:
         meta.update(recipe=args.recipe, naive=args.naive)
     save_npz(args.out, theta=res.theta, meta=np.array(json.dumps(meta, sort_keys=True, default=_jsonable)))
-    print(f"wrote {args.out}: theta {res.theta.shape}, {res.diverged} diverged chains", file=out)
+    print(f"wrote {args.out}: theta {res.theta.shape}, {res.diverged} diverged chains, {res.escaped} escaped",
+          file=out)
+    if res.escaped:
+        print(f"warning: {res.escaped} of {args.chains} kept chains reached an energy no draw of the target plausibly "
+              f"has: they escaped it, or had not reached it by the end of --burn (a smaller step size, a corrected "
+              f"sampler or a longer burn-in)", file=out)
     if args.naive and _gamma_is_zero(sampler.recipe):
         print("note: this design's Gamma is zero, so its naive variant is the same sampler", file=out)
 
@@ -252,12 +257,31 @@ def cmd_diagnose(args, out):
         res = score(pot, theta)
         ess = dg.ess_per_dim(theta) if theta.shape[0] >= 4 else np.full(pot.dim, np.nan)
         smallest = np.nanmin(ess)
+        escaped = _escaped_in_file(pot, theta, meta.get("diverged", 0))
     print(f"{plain(meta.get('sampler', '?'))} on {plain(meta['potential'])}: {theta.shape[0]} kept x "
-          f"{theta.shape[1]} chains, {plain(meta.get('diverged', 0))} diverged", file=out)
+          f"{theta.shape[1]} chains, {plain(meta.get('diverged', 0))} diverged{escaped}", file=out)
     for key in ("kl", "tv", "ks"):
         if key in res:
             print(f"{key.upper():4s} {res[key]:.5f}", file=out)
+    if "outside" in res:
+        print(f"OUT  {res['outside']:.5f} (share of samples outside the box {_box_text(pot)})", file=out)
     print(f"ESS  {smallest:.1f} (smallest over coordinates)", file=out)
+
+
+def _escaped_in_file(pot, theta, diverged) -> str:
+    """", N escaped", counted again from the file's samples (a file from before the count has none recorded;
+    nothing where it cannot be told, on a simplex). `sample` froze each diverged chain, so its last kept states
+    are equal: such chains are counted as diverged, not here (an HMC chain may repeat a state by a rejection,
+    so only when the file says some diverged). `pot` is the law sampled, already tempered."""
+    frozen = np.zeros(theta.shape[1], bool)
+    if theta.shape[0] > 1 and str(diverged) not in ("0", "None"):
+        frozen = (theta[-1] == theta[-2]).all(axis=1)
+    mask = escaped_chains(pot, theta, 1.0, ~frozen)
+    return "" if mask is None else f", {int(mask.sum())} escaped"
+
+
+def _box_text(pot) -> str:
+    return " x ".join(f"[{lo:g}, {hi:g}]" for lo, hi in pot.box[:pot.dim])
 
 
 def cmd_reproduce(args, out):
