@@ -114,13 +114,19 @@ def cmd_sample(args, out):
     if args.steps + args.burn > MAX_STEPS:
         raise UsageError(f"--steps plus --burn may be at most {MAX_STEPS:,}")
     pot = get_potential(args.potential)
+    sets = _parse_sets(args.set)
+    auto = sets.get("eps") == "auto"
+    if auto:
+        del sets["eps"]
     if args.recipe is not None:
-        sampler = design_sampler(load_design(args.recipe), pot, args.grad_noise, args.batch, args.naive,
-                                 **_parse_sets(args.set))
+        sampler = design_sampler(load_design(args.recipe), pot, args.grad_noise, args.batch, args.naive, **sets)
     elif args.naive:
         raise UsageError("--naive goes with --recipe; a named sampler's naive form has its own name (see list)")
     else:
-        sampler = build_sampler(args.sampler, pot, args.grad_noise, args.batch, **_parse_sets(args.set))
+        sampler = build_sampler(args.sampler, pot, args.grad_noise, args.batch, **sets)
+    chosen = _auto_eps(sampler, args, sets, out) if auto else None
+    if chosen is not None:
+        sampler = chosen[0]
     # what is held at once: every kept theta, and the ensemble's whole state (momenta, memories) with its
     # temporaries (a few times over)
     kept_bytes = args.chains * (args.steps // args.thin) * pot.dim * 8
@@ -135,6 +141,8 @@ def cmd_sample(args, out):
     meta = dict(res.meta, potential=args.potential, grad_noise=args.grad_noise, batch=args.batch)
     if args.recipe is not None:
         meta.update(recipe=args.recipe, naive=args.naive)
+    if chosen is not None:
+        meta["auto_eps"] = chosen[1]
     save_npz(args.out, theta=res.theta, meta=np.array(json.dumps(meta, sort_keys=True, default=_jsonable)))
     print(f"wrote {args.out}: theta {res.theta.shape}, {res.diverged} diverged chains, {res.escaped} escaped",
           file=out)
@@ -144,6 +152,27 @@ def cmd_sample(args, out):
               f"sampler or a longer burn-in)", file=out)
     if args.naive and _gamma_is_zero(sampler.recipe):
         print("note: this design's Gamma is zero, so its naive variant is the same sampler", file=out)
+
+
+def _auto_eps(sampler, args, sets, out):
+    """--set eps=auto: the ladder's largest step whose bias is under its noise (samplers.ladder.auto_eps), and
+    the sampler at that step, with what the ladder measured for the file's meta."""
+    from samplers.ladder import auto_eps
+    if sampler.spec.step_param != "eps" or sampler.potential.dim > 2 and not sampler.potential.known_marginals:
+        raise UsageError("eps=auto runs the step-size ladder, which needs the exact law of theta_1: a target of one "
+                         "or two dimensions, or a Gaussian")
+    found = auto_eps(sampler, seed=args.seed)
+    rungs = [dict(eps=p.eps, kl=p.kl, kl_noise=p.kl_noise, m2_error=p.m2_error, m2_se=p.m2_se, diverged=p.diverged)
+             for p in found.points]
+    verdict = "under the noise" if found.passed else "the smallest tried; none was under the noise"
+    print(f"auto eps: {found.eps:.4g} ({verdict}; {len(rungs)} rungs of the step-size ladder)", file=out)
+    params = {**sets, "eps": found.eps}
+    if args.recipe is not None:
+        s = design_sampler(load_design(args.recipe), sampler.potential, args.grad_noise, args.batch, args.naive,
+                           **params)
+    else:
+        s = build_sampler(args.sampler, sampler.potential, args.grad_noise, args.batch, **params)
+    return s, dict(passed=found.passed, rungs=rungs)
 
 
 def _gamma_is_zero(recipe) -> bool:
