@@ -25,6 +25,7 @@ from samplers.gradients import GradientError
 from samplers.registry import REGISTRY, build_sampler, sampler_names
 from samplers.run import run
 from samplers.sampler import SamplerError
+from samplers.stepsize import fit_eps
 from samplers.targets.potential import PotentialError
 from samplers.targets.presets import get_potential, preset_names
 
@@ -119,7 +120,10 @@ def cmd_sample(args, out):
     if auto:
         del sets["eps"]
     if args.recipe is not None:
-        sampler = design_sampler(load_design(args.recipe), pot, args.grad_noise, args.batch, args.naive, **sets)
+        design = load_design(args.recipe)
+        sampler = design_sampler(design, pot, args.grad_noise, args.batch, args.naive, **sets)
+        if "eps" not in sets and "eps" not in (design.marked.data.get("params") or {}):
+            fit_eps(sampler)    # the file's own eps is its author's choice; the schema's default is not
     elif args.naive:
         raise UsageError("--naive goes with --recipe; a named sampler's naive form has its own name (see list)")
     else:

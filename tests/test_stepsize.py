@@ -102,3 +102,16 @@ def test_cli_auto_eps(tmp_path, capsys):
     assert main(["sample", "--sampler", "sgld", "--potential", "digits-logistic", "--set", "eps=auto", "--steps",
                  "10", "--out", str(out)]) == 2
     assert "eps=auto runs the step-size ladder" in capsys.readouterr().err
+
+
+def test_a_design_without_an_eps_is_fitted_and_one_with_an_eps_is_not(tmp_path):
+    design = ('aux: [r]\nkinetic: "r**2/2"\nD: [["0", "0"], ["0", "1"]]\nQ: [["0", "-1"], ["1", "0"]]\n')
+    eps = {}
+    for label, text in (("bare", design), ("own", design + "params: {eps: 0.05}\n")):
+        path, out = tmp_path / f"{label}.yaml", tmp_path / f"{label}.npz"
+        path.write_text(text)
+        assert main(["sample", "--recipe", str(path), "--potential", LINREG, "--steps", "5", "--chains", "4",
+                     "--out", str(out)]) == 0
+        with np.load(out) as f:
+            eps[label] = json.loads(str(f["meta"]))["params"]["eps"]
+    assert eps["own"] == 0.05 and eps["bare"] == pytest.approx(0.05 * target_scale(get_potential(LINREG)) / SCALE_REF)
