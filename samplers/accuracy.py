@@ -6,7 +6,7 @@ import numpy as np
 from scipy import stats
 
 from samplers import diagnostics as dg
-from samplers.targets.potential import Potential
+from samplers.targets.potential import Potential, PotentialError
 
 
 def edges_for(potential: Potential, bins: int | None = None):
@@ -130,8 +130,12 @@ def escaped_chains(potential: Potential, theta: np.ndarray, beta: float = 1.0, a
         u = np.asarray(potential.U_chunked(theta.reshape(-1, dim)), float).reshape(theta.shape[:2])
         # the smaller of the known minimum and the least seen: the energies measured from it are never larger
         u_min = np.nanmin(u) if np.isfinite(u).any() else np.inf
-        if potential.u_min is not None:
-            u_min = min(u_min, potential.u_min)
+        try:
+            known = potential.u_min
+        except PotentialError:      # a box the law does not fit: the run is scored elsewhere, counted here
+            known = None
+        if known is not None:
+            u_min = min(u_min, known)
         bad = ~(beta * (u - u_min) <= energy_bound(dim, theta.shape[0] * chains))    # NaN counts
     out = bad.any(axis=0)
     if alive is not None:
