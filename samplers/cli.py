@@ -18,13 +18,14 @@ import zlib
 import numpy as np
 
 from samplers import diagnostics as dg
-from samplers.accuracy import score
+from samplers.accuracy import escaped_chains, score
 from samplers.design import check, design_sampler, example_names, load_design
 from samplers.engine.symbols import RecipeError
 from samplers.gradients import GradientError
 from samplers.registry import REGISTRY, build_sampler, sampler_names
 from samplers.run import run
 from samplers.sampler import SamplerError
+from samplers.stepsize import fit_eps
 from samplers.targets.potential import PotentialError
 from samplers.targets.presets import get_potential, preset_names
 
@@ -114,13 +115,22 @@ def cmd_sample(args, out):
     if args.steps + args.burn > MAX_STEPS:
         raise UsageError(f"--steps plus --burn may be at most {MAX_STEPS:,}")
     pot = get_potential(args.potential)
+    sets = _parse_sets(args.set)
+    auto = sets.get("eps") == "auto"
+    if auto:
+        del sets["eps"]
     if args.recipe is not None:
-        sampler = design_sampler(load_design(args.recipe), pot, args.grad_noise, args.batch, args.naive,
-                                 **_parse_sets(args.set))
+        design = load_design(args.recipe)
+        sampler = design_sampler(design, pot, args.grad_noise, args.batch, args.naive, **sets)
+        if "eps" not in sets and "eps" not in (design.marked.data.get("params") or {}):
+            fit_eps(sampler)    # the file's own eps is its author's choice; the schema's default is not
     elif args.naive:
         raise UsageError("--naive goes with --recipe; a named sampler's naive form has its own name (see list)")
     else:
-        sampler = build_sampler(args.sampler, pot, args.grad_noise, args.batch, **_parse_sets(args.set))
+        sampler = build_sampler(args.sampler, pot, args.grad_noise, args.batch, **sets)
+    chosen = _auto_eps(sampler, args, sets, out) if auto else None
+    if chosen is not None:
+        sampler = chosen[0]
     # what is held at once: every kept theta, and the ensemble's whole state (momenta, memories) with its
     # temporaries (a few times over)
     kept_bytes = args.chains * (args.steps // args.thin) * pot.dim * 8
@@ -135,10 +145,38 @@ def cmd_sample(args, out):
     meta = dict(res.meta, potential=args.potential, grad_noise=args.grad_noise, batch=args.batch)
     if args.recipe is not None:
         meta.update(recipe=args.recipe, naive=args.naive)
+    if chosen is not None:
+        meta["auto_eps"] = chosen[1]
     save_npz(args.out, theta=res.theta, meta=np.array(json.dumps(meta, sort_keys=True, default=_jsonable)))
-    print(f"wrote {args.out}: theta {res.theta.shape}, {res.diverged} diverged chains", file=out)
+    print(f"wrote {args.out}: theta {res.theta.shape}, {res.diverged} diverged chains, {res.escaped} escaped",
+          file=out)
+    if res.escaped:
+        print(f"warning: {res.escaped} of {args.chains} kept chains reached an energy no draw of the target plausibly "
+              f"has: they escaped it, or had not reached it by the end of --burn (a smaller step size, a corrected "
+              f"sampler or a longer burn-in)", file=out)
     if args.naive and _gamma_is_zero(sampler.recipe):
         print("note: this design's Gamma is zero, so its naive variant is the same sampler", file=out)
+
+
+def _auto_eps(sampler, args, sets, out):
+    """--set eps=auto: the ladder's largest step whose bias is under its noise (samplers.ladder.auto_eps), and
+    the sampler at that step, with what the ladder measured for the file's meta."""
+    from samplers.ladder import auto_eps
+    if sampler.spec.step_param != "eps" or sampler.potential.dim > 2 and not sampler.potential.known_marginals:
+        raise UsageError("eps=auto runs the step-size ladder, which needs the exact law of theta_1: a target of one "
+                         "or two dimensions, or a Gaussian")
+    found = auto_eps(sampler, seed=args.seed)
+    rungs = [dict(eps=p.eps, kl=p.kl, kl_noise=p.kl_noise, m2_error=p.m2_error, m2_se=p.m2_se, diverged=p.diverged)
+             for p in found.points]
+    verdict = "under the noise" if found.passed else "the smallest tried; none was under the noise"
+    print(f"auto eps: {found.eps:.4g} ({verdict}; {len(rungs)} rungs of the step-size ladder)", file=out)
+    params = {**sets, "eps": found.eps}
+    if args.recipe is not None:
+        s = design_sampler(load_design(args.recipe), sampler.potential, args.grad_noise, args.batch, args.naive,
+                           **params)
+    else:
+        s = build_sampler(args.sampler, sampler.potential, args.grad_noise, args.batch, **params)
+    return s, dict(passed=found.passed, rungs=rungs)
 
 
 def _gamma_is_zero(recipe) -> bool:
@@ -252,12 +290,31 @@ def cmd_diagnose(args, out):
         res = score(pot, theta)
         ess = dg.ess_per_dim(theta) if theta.shape[0] >= 4 else np.full(pot.dim, np.nan)
         smallest = np.nanmin(ess)
+        escaped = _escaped_in_file(pot, theta, meta.get("diverged", 0))
     print(f"{plain(meta.get('sampler', '?'))} on {plain(meta['potential'])}: {theta.shape[0]} kept x "
-          f"{theta.shape[1]} chains, {plain(meta.get('diverged', 0))} diverged", file=out)
+          f"{theta.shape[1]} chains, {plain(meta.get('diverged', 0))} diverged{escaped}", file=out)
     for key in ("kl", "tv", "ks"):
         if key in res:
             print(f"{key.upper():4s} {res[key]:.5f}", file=out)
+    if "outside" in res:
+        print(f"OUT  {res['outside']:.5f} (share of samples outside the box {_box_text(pot)})", file=out)
     print(f"ESS  {smallest:.1f} (smallest over coordinates)", file=out)
+
+
+def _escaped_in_file(pot, theta, diverged) -> str:
+    """", N escaped", counted again from the file's samples (a file from before the count has none recorded;
+    nothing where it cannot be told, on a simplex). `sample` froze each diverged chain, so its last kept states
+    are equal: such chains are counted as diverged, not here (an HMC chain may repeat a state by a rejection,
+    so only when the file says some diverged). `pot` is the law sampled, already tempered."""
+    frozen = np.zeros(theta.shape[1], bool)
+    if theta.shape[0] > 1 and str(diverged) not in ("0", "None"):
+        frozen = (theta[-1] == theta[-2]).all(axis=1)
+    mask = escaped_chains(pot, theta, 1.0, ~frozen)
+    return "" if mask is None else f", {int(mask.sum())} escaped"
+
+
+def _box_text(pot) -> str:
+    return " x ".join(f"[{lo:g}, {hi:g}]" for lo, hi in pot.box[:pot.dim])
 
 
 def cmd_reproduce(args, out):

@@ -178,3 +178,42 @@ def ladder_csv(results: list[LadderResult]) -> str:
             w.writerow([r.title, repr(p.eps), repr(p.kl), repr(p.kl_noise), repr(p.m2_error), repr(p.m2_se),
                         repr(r.exact_m2), p.steps, p.diverged])
     return out.getvalue()
+
+
+AUTO_RUNGS = 2.0 ** np.arange(2, -5, -1)    # times the fitted default, largest first
+AUTO_KL_FACTOR = 2.0   # a perfect sampler's KL is a chi-square over BINS - 1 = 29 cells: sd 26 % of its mean
+AUTO_M2_SIGMAS = 3.0
+AUTO_BURN = 30.0       # time units of burn-in: chains start 0.5 from the mode, many sd of a narrow target away
+
+
+@dataclass
+class AutoEps:
+    """What `auto_eps` chose and the rungs it ran (largest first); passed: whether the chosen one's bias is
+    under the noise, or only the smallest tried."""
+    eps: float
+    passed: bool
+    points: list[LadderPoint]
+
+
+def auto_eps(sampler: Sampler, *, chains: int = 1000, seed: int = 0, rungs=AUTO_RUNGS) -> AutoEps:
+    """The largest step size of a ladder, from 4 times the target-fitted default down to 1/16 of it, whose bias
+    the ladder cannot tell from Monte Carlo noise: KL within AUTO_KL_FACTOR of its noise level, |E theta_1^2 -
+    exact| within AUTO_M2_SIGMAS standard errors, and no diverged chain. Rungs run largest first and stop at
+    the first that passes. Simulated time is the ladder's, in the target's time unit: 1 for dynamics with a
+    momentum (friction C ~ 1 sets how fast a chain forgets its start), sigma^2 / SCALE_REF^2 for Langevin
+    dynamics below SCALE_REF (the time a narrow target relaxes in), so a rung costs as many steps as on a preset.
+    Needs the exact marginal of theta_1 (targets in one or two dimensions, and the Gaussians)."""
+    from samplers.stepsize import SCALE_REF, fitted_eps, order, target_scale
+    scale = target_scale(sampler.target)
+    base = fitted_eps(sampler, scale)
+    unit = 1.0
+    if order(sampler) == 2 and scale is not None and scale < SCALE_REF:
+        unit = (scale / SCALE_REF) ** 2
+    points = []
+    for k, eps in enumerate(base * np.asarray(rungs, float)):
+        p = step_ladder(sampler, [eps], chains=chains, seed=seed + k, time=12.0 * unit, burn_time=AUTO_BURN * unit,
+                        samples_per_time=2.0 / unit).points[0]
+        points.append(p)
+        if p.diverged == 0 and p.kl <= AUTO_KL_FACTOR * p.kl_noise and p.m2_error <= AUTO_M2_SIGMAS * p.m2_se:
+            return AutoEps(float(eps), True, points)
+    return AutoEps(float(points[-1].eps), False, points)

@@ -4,6 +4,7 @@ from __future__ import annotations
 from samplers.families import hmc, langevin, qnhmc, santa, sghmc, sgrhmc, simplex, thermostats
 from samplers.gradients import make_oracle
 from samplers.sampler import Sampler, SamplerError, SamplerSpec
+from samplers.stepsize import fit_eps
 from samplers.targets.presets import get_potential
 
 SPECS: tuple[SamplerSpec, ...] = (
@@ -45,8 +46,12 @@ def make_sampler(name: str, potential, oracle, **params) -> Sampler:
     return Sampler(get_spec(name), potential, oracle, **params)
 
 
-def build_sampler(name: str, potential, V=None, batch=None, **params) -> Sampler:
+def build_sampler(name: str, potential, V=None, batch=None, *, fit: bool = True, **params) -> Sampler:
     """A named sampler on a potential (a Potential or a preset/expr name) with exact gradients,
-    simulated gradient noise of variance V, or minibatches of `batch` data points."""
+    simulated gradient noise of variance V, or minibatches of `batch` data points. Without an eps, its default
+    is fitted to the target's scale (`samplers.stepsize.fitted_eps`; fit=False keeps the sampler's own)."""
     pot = get_potential(potential) if isinstance(potential, str) else potential
-    return make_sampler(name, pot, make_oracle(pot, V, batch), **params)
+    s = make_sampler(name, pot, make_oracle(pot, V, batch), **params)
+    if fit and s.spec.step_param not in params:
+        fit_eps(s)
+    return s

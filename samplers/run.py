@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from samplers.accuracy import escaped_chains
 from samplers.diagnostics import DivergenceGuard
 from samplers.engine.info import StepInfo
 from samplers.prefetch import CHUNK, NormalsAhead
 from samplers.sampler import Sampler
+from samplers.stepsize import check_bhat_auto
 
 
 @dataclass
@@ -219,6 +221,8 @@ class RunResult:
     meta: dict = field(default_factory=dict)
     aux: np.ndarray | None = None     # (kept, chains, n_aux) when asked for
     stats: RunStats = field(default_factory=RunStats)
+    escaped: int = 0                  # chains alive but at an energy no draw of the target plausibly has
+    escaped_mask: np.ndarray | None = None   # (chains,) which, or None where it cannot be told (accuracy.py)
 
 
 def run(sampler: Sampler, steps: int, chains: int = 1000, burn: int = 0, thin: int = 1, seed: int = 0,
@@ -228,6 +232,7 @@ def run(sampler: Sampler, steps: int, chains: int = 1000, burn: int = 0, thin: i
     if steps < 1 or burn < 0 or thin < 1:
         raise ValueError("need steps >= 1, burn >= 0, thin >= 1")
     ens = Ensemble(sampler, chains, seed, theta0, engine=engine, blocks=blocks)
+    check_bhat_auto(sampler, ens.z, seed)     # a step size that Bhat=auto cannot take: now, not midway
     kept = steps // thin
     theta = np.empty((kept, ens.z.shape[0], sampler.dim))
     aux = np.empty((kept, ens.z.shape[0], ens.z.shape[1] - sampler.dim)) if keep_aux else None
@@ -240,7 +245,12 @@ def run(sampler: Sampler, steps: int, chains: int = 1000, burn: int = 0, thin: i
                 aux[k] = ens.aux
             if progress is not None:
                 progress(k + 1, kept)
+    alive = ens.guard.alive.copy()
+    escaped = escaped_chains(sampler.potential, theta, sampler.beta, alive) if kept else None
+    n_escaped = 0 if escaped is None else int(escaped.sum())
     meta = dict(sampler=sampler.name, potential=sampler.potential.name, params=sampler.params,
                 gradient=sampler.oracle.describe(), seed=int(seed), chains=int(chains), steps=int(steps),
                 burn=int(burn), thin=int(thin), diverged=ens.n_diverged)
-    return RunResult(theta, ens.z, ens.n_diverged, ens.guard.alive.copy(), meta, aux, ens.stats)
+    if n_escaped:   # written only when there are any: a file without the key has none (the goldens' bytes)
+        meta["escaped"] = n_escaped
+    return RunResult(theta, ens.z, ens.n_diverged, alive, meta, aux, ens.stats, n_escaped, escaped)

@@ -68,7 +68,7 @@ def _derive(design: Design, values: dict, drop: frozenset) -> Recipe:
     mats = {m: sympy.Matrix([[cell((m, i, j), text, f"{m}[{names[i]},{names[j]}]", variables, (m, i, j))
                               for j, text in enumerate(row)] for i, row in enumerate(getattr(design, m))])
             for m in ("D", "Q")}
-    blocks = [list(b) for b in design.blocks] if design.blocks else None
+    blocks = [list(b) for b in design.blocks] if design.blocks else default_blocks(design.dim, design.n, mats["D"])
     try:
         return Recipe(design.name + (" (naive)" if drop - design.drop else ""), sym, kinetic, mats["D"], mats["Q"],
                       blocks=blocks, drop=drop, aux_box=list(design.box), description=design.description)
@@ -82,6 +82,31 @@ def _derive(design: Design, values: dict, drop: frozenset) -> Recipe:
                       key=lambda c: sympy.count_ops(mats[c[0]][c[1], c[2]]))
         raise marked.error((m, i, j), f"{m}[{names[i]},{names[j]}]: nested too deeply to derive Γ from it",
                            [(m, i, j)]) from None
+
+
+def default_blocks(dim: int, n: int, D) -> list[list[int]]:
+    """The update order of a design whose file gives none: the auxiliary variables first, then theta with their
+    new values, as every named Hamiltonian sampler steps (momentum and thermostat, then position). Plain explicit
+    Euler, every variable from the old state, gains energy on every oscillation of a momentum (its step is not
+    symplectic) and diverges on a steep target at steps the ordered update takes in its stride. A D that couples
+    theta with an auxiliary variable keeps one block: the noise of coupled variables is drawn together, and
+    blocks draw theirs apart."""
+    if n == dim or any(D[i, j] != 0 for i in range(dim) for j in range(dim, n)):
+        return [list(range(n))]
+    return [list(range(dim, n)), list(range(dim))]
+
+
+def order_text(design: Design, recipe: Recipe) -> str:
+    """The update order a design steps with, and where it comes from, as `check` prints it."""
+    names = design.state_names
+    order = " -> ".join("{" + ", ".join(names[i] for i in b) + "}" for b in recipe.blocks)
+    if design.blocks is not None:
+        return order + (" (the file's blocks: plain explicit Euler)" if len(design.blocks) == 1 and design.aux
+                        else " (the file's blocks)")
+    if len(recipe.blocks) == 1:
+        return order + (" (default: no auxiliary variables, one block)" if not design.aux else
+                        " (default: one block, as D couples theta with an auxiliary variable)")
+    return order + " (default: auxiliary variables first, then theta with their new values)"
 
 
 def design_spec(design: Design, naive: bool = False) -> SamplerSpec:
@@ -167,6 +192,7 @@ class Report:
             "Q skew-symmetric: " + mark(True),
             f"Fokker-Planck residual at exp(-H): {self.residual.relative:.3g} relative (tolerance {self.tol:g}) "
             f"{mark(self.ok)}",
+            f"update order: {order_text(self.design, r)}",
             "SDE (LaTeX):",
             "  " + r.latex_sde(),
             "update, Eq. (9) (LaTeX):",

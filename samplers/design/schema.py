@@ -209,13 +209,21 @@ def _terms(marked, key, one: bool = False) -> list[str]:
     return list(values)
 
 
+EULER = "euler"        # `blocks: euler`: every variable in one block, plain explicit Euler, asked for by name
+
+
 def _blocks(marked, names) -> tuple | None:
+    """The file's update order: None when it gives none (the default order, `default_blocks`), one block of every
+    variable for `blocks: euler`, else its blocks as state indices."""
     value = marked.data.get("blocks")
     if value is None:
         return None
+    if value == EULER:
+        return (tuple(range(len(names))),)
     if not isinstance(value, list) or not value:
-        raise marked.error(("blocks",), f"blocks must be a list of blocks, each a list of state names: "
-                                        f"{[[n] for n in names[::-1]]}".replace("'", ""))
+        raise marked.error(("blocks",), f"blocks must be '{EULER}' (plain explicit Euler) or a list of blocks, "
+                                        f"each a list of state names: "
+                                        + f"{[[n] for n in names[::-1]]}".replace("'", ""))
     out, seen = [], set()
     for b, block in enumerate(value):
         block = [block] if isinstance(block, str) else block
