@@ -67,6 +67,37 @@ def test_every_reproduction_is_listed_and_checked():
         assert rep.title and rep.source and rep.paper.authors and rep.paper.title
 
 
+def test_every_claim_file_has_a_three_valued_verdict_and_its_evidence():
+    """assets/reproductions/*.json: each verdict is true, false or null (not decidable here; then the interval
+    that would decide it is stated), never a string such as "True", and each has its evidence."""
+    import json
+
+    from samplers.reproduce.base import ASSETS
+    files = sorted(ASSETS.glob("*.json"))
+    assert {f.stem for f in files} == set(names())
+    for path in files:
+        claims = json.loads(path.read_text())["claims"]
+        assert claims, path.name
+        for c in claims:
+            assert c["holds"] is None or isinstance(c["holds"], bool), (path.name, c)
+            assert isinstance(c["evidence"], str) and c["evidence"].strip(), (path.name, c)
+            if c["holds"] is None:
+                assert c.get("decides", "").strip(), (path.name, c)
+
+
+def test_a_verdict_is_a_boolean_or_undecided_with_what_would_decide_it():
+    import json
+
+    import numpy as np
+
+    from samplers.reproduce.base import Claim, outside
+    assert json.loads(json.dumps(Claim("c", np.float64(2) > 1, "e").__dict__))["holds"] is True
+    assert [outside(d, 1.0) for d in (1.5, -1.5, 0.5, -0.5)] == [True, False, None, None]
+    with pytest.raises(ValueError):
+        Claim("c", None, "e")
+    assert Claim("c", None, "e", decides="|diff| > 1").holds is None
+
+
 def test_a_claim_that_is_not_there_fails():
     with pytest.raises(AssertionError):
         assert_claims_hold({"a claim": {"holds": True, "evidence": ""}}, "another claim")
