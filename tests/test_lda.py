@@ -50,6 +50,30 @@ def test_minibatch_gradient_is_that_of_u_given_the_expected_counts():
         np.testing.assert_allclose(g[c], _fd(U, theta[c]), rtol=1e-6)
 
 
+def test_pi_form_gradient_is_eq_s29():
+    """form = "pi": the oracle's gradient is that of U(theta | E n) = sum theta - (beta - 1) log theta - n log theta
+    + n_k. log theta_k. (Eq. S.29's -n_dk. / theta_k. term included), by finite differences; the likelihood part
+    depends on pi only, so it is orthogonal to each topic row of theta; and `row_force` is that term from a-hat."""
+    data = _tiny_lda()
+    pot = lda.lda_potential(data.corpus, data.corpus.subset(np.arange(3)), 3, data.beta, data.doc_alpha, "t", "",
+                            form="pi")
+    theta = np.random.default_rng(1).gamma(2.0, 1.0, size=(2, pot.dim))
+    g = Minibatch(pot, 5)(theta, np.random.default_rng(7))[1]
+    rng = np.random.default_rng(7)
+    idx = rng.integers(0, data.n, size=(2, 5))
+    counts = pot.data.expected_counts(theta, idx, rng).reshape(2, -1) * data.n / 5
+    for c in range(2):
+        def U(t, n=counts[c]):
+            rows, nk = t.reshape(data.topics, -1).sum(1), n.reshape(data.topics, -1).sum(1)
+            return (t - (data.beta - 1) * np.log(t) - n * np.log(t)).sum() + (nk * np.log(rows)).sum()
+        np.testing.assert_allclose(g[c], _fd(U, theta[c]), rtol=1e-6)
+        like = g[c] - pot.data.prior_grad(theta[c:c + 1])[0]
+        np.testing.assert_allclose((theta[c] * like).reshape(data.topics, -1).sum(1), 0, atol=1e-8)
+    row = pot.data.row_force(data.beta + counts, theta)
+    np.testing.assert_allclose(row, pot.data.block_sum(counts) / pot.data.block_sum(theta))
+    assert not data.row_force(data.beta + counts, theta).any()          # the gamma form has no such term
+
+
 def test_sgrld_drift_is_patterson_and_tehs_preconditioned_gradient():
     """a-hat - theta - block_sum(a-hat - beta) theta / block_sum(theta) (the simplex family's SGRLD drift on latent
     data) = theta (-grad U_PT) + 1, U_PT(theta | n) = sum theta - (beta + n - 1) log theta + n_k. log theta_k.

@@ -382,12 +382,17 @@ def sgrhmc_simplex_splitting(s, z, rng, t):
     d, h = s.dim, s.step_size(t)
     z = _fold(z, d)
     theta, r = z[:, :d], z[:, d:]
-    c = (2.0 if s.spec.naive else 1.0) - 2.0 * shape_estimate(s, z.shape[0], rng, theta)
+    a_hat = shape_estimate(s, z.shape[0], rng, theta)
+    c = (2.0 if s.spec.naive else 1.0) - 2.0 * a_hat
+    # a likelihood of pi (LDA's Eq. S.29 form) adds n_k. / theta_k. to dU/dtheta: the kick -sqrt(theta) dU/dtheta's
+    # smooth part, -phi/2, grows by that factor, frozen over the step with a-hat (it is a minibatch estimate too)
+    row = getattr(_target(s).data, "row_force", None)
+    k = 1.0 + (row(a_hat, theta) if row is not None else 0.0)
     r = _ou(r, theta, h / 2, rng)
     phi = 2.0 * np.sqrt(theta)
-    r = r - 0.25 * h * phi
+    r = r - 0.25 * h * k * phi
     phi, r = _log_flow(phi, r, np.array(c, dtype=float), h)
-    r = r - 0.25 * h * phi
+    r = r - 0.25 * h * k * phi
     theta = np.maximum(0.25 * phi * phi, TINY_THETA)
     r = _ou(r, theta, h / 2, rng)
     return np.concatenate([theta, r], axis=1), ONE_GRADIENT
