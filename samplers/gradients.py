@@ -40,6 +40,8 @@ class ExactGradient:
 class SimulatedNoise(ExactGradient):
     """grad U~ = grad U + N(0, V), Eq. (8); V a scalar (times I) or a (d, d) covariance."""
     noisy = True
+    # HMC's leapfrog asks again at every half-kick when set (Chen et al.'s Fig. 1 code; families/hmc.py)
+    fresh_half_kicks = False
 
     def __init__(self, potential: Potential, V=1.0):
         super().__init__(potential)

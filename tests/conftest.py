@@ -60,5 +60,5 @@ def assert_claims_hold(claims, *starts):
     for start in starts:
         hits = [c for text, c in claims.items() if text.startswith(start)]
         assert len(hits) == 1, (start, list(claims))
-        assert hits[0]["holds"], hits[0]["evidence"]
+        assert hits[0]["holds"] is True, hits[0]["evidence"]
 

@@ -30,9 +30,10 @@ def test_numbers_are_shown_to_four_significant_digits(text, shown):
         assert significant_digits(display_number(text)) <= 4
 
 
-def _write(folder, name, holds=(True, False), figure=True):
+def _write(folder, name, holds=(True, False, None), figure=True):
     rep = REPRODUCTIONS[name]
-    claims = [Claim(f"claim {i}", h, f"evidence {i}") for i, h in enumerate(holds)]
+    claims = [Claim(f"claim {i}", h, f"evidence {i}", decides="" if h is not None else f"interval {i}")
+              for i, h in enumerate(holds)]
     rows = [dict(method="SCIR", ks=0.09605026393, samples=40000), dict(method="exact", ks=2.815e-07, samples=1000)]
     write(rep, Outcome(rows, claims, settings=dict(seed=0), paper="boxplots only"), folder)
     if figure:
@@ -59,7 +60,10 @@ def test_files_are_grouped_under_their_reproduction_and_paper(tmp_path):
     fig = next(f for f in scir.figures if f.name == "scir-fig1")
     assert fig.title == REPRODUCTIONS["scir-fig1"].title and fig.source == REPRODUCTIONS["scir-fig1"].source
     assert [(v.claim, v.mark, v.evidence) for v in fig.verdicts] == [("claim 0", "✓", "evidence 0"),
-                                                                    ("claim 1", "✗", "evidence 1")]
+                                                                    ("claim 1", "✗", "evidence 1"),
+                                                                    ("claim 2", "?", "evidence 2")]
+    assert [v.word for v in fig.verdicts] == ["holds", "does not hold", "not decidable here"]
+    assert fig.verdicts[2].decides == "interval 2" and fig.verdicts[0].decides == ""
     assert fig.paper_numbers == "boxplots only" and fig.settings == (("seed", "0"),) and fig.recorded
     assert fig.image.name == "scir-fig1.png"                      # the PNG, not its SVG twin
     assert [p.name for p in fig.downloads] == ["scir-fig1.csv", "scir-fig1.png", "scir-fig1.svg"]
@@ -91,7 +95,8 @@ def test_the_repositorys_assets_show_every_reproduction_with_its_verdicts():
     assert {f.name for f in figures} == set(REPRODUCTIONS)
     for f in figures:
         assert f.recorded and f.verdicts and f.image is not None and f.table is not None, f.name
-    assert any(not v.holds for f in figures for v in f.verdicts)   # docs/reproductions.md: some do not hold
+    assert any(v.holds is False for f in figures for v in f.verdicts)   # docs/reproductions.md: some do not hold
+    assert all(v.holds in (True, False, None) and v.evidence for f in figures for v in f.verdicts)
 
 
 def test_the_view_heads_each_figure_with_its_title_not_its_file_name(tmp_path):
@@ -103,4 +108,6 @@ def test_the_view_heads_each_figure_with_its_title_not_its_file_name(tmp_path):
     assert f"<h3 class='figure-title'>{REPRODUCTIONS['scir-fig1'].title}</h3>" in text
     assert "<h3 class='figure-title'>scir-fig1" not in text and "**scir-fig1.png**" not in text
     assert "does not hold:</span> claim 1" in text and "0.09605<" in text and "0.09605026393" not in text
+    assert "not decidable here:</span> claim 2" in text and "Decided by: interval 2." in text
+    assert "1 of the 3 claims tested hold</b> in our runs, 1 do not, and 1 cannot be decided" in text
     assert "Other files" in text and "speed.png" in text

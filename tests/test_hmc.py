@@ -354,3 +354,22 @@ def test_qnhmc_is_exact_at_its_defaults_and_learning_B_forever_is_not():
     assert m - E_THETA2_DOUBLE_WELL > max(0.2, 20 * se), (m, se)
     m, se = mean_and_se(frozen)
     assert abs(m - E_THETA2_DOUBLE_WELL) < 4 * se, (m, se)
+
+
+def test_fresh_half_kicks_draw_a_gradient_per_half_kick_and_change_nothing_without_noise():
+    """An oracle with fresh_half_kicks is asked 2L times per proposal (Chen et al.'s Fig. 1 code); with no noise
+    the two half-kicks at a point add up to the shared full kick, so the trajectory is the same."""
+    from samplers.gradients import SimulatedNoise
+    from samplers.sampler import Sampler
+    pot = get_potential("double-well")
+    out = {}
+    for fresh in (False, True):
+        oracle = SimulatedNoise(pot, 0.0)
+        oracle.fresh_half_kicks = fresh
+        s = Sampler(build_sampler("hmc", pot, None).spec, pot, oracle, eps=0.1, L=7, metropolis="off")
+        z = s.init_state(64, np.random.default_rng(3))
+        z_new, info = s.step(z, np.random.default_rng(5), 1)
+        assert np.abs(z_new[:, 0] - z[:, 0]).max() > 0.1       # the trajectories moved
+        out[fresh] = (z_new, info.grad_evals)
+    assert out[False][1] == 8 and out[True][1] == 14
+    np.testing.assert_allclose(out[True][0][:, 0], out[False][0][:, 0], rtol=0, atol=1e-12)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from samplers.reproduce import REPRODUCTIONS
+from samplers.reproduce.base import verdict_word
 
 from .content import ASSETS_DIR, IMAGE_EXT, MAX_FILE_BYTES, TABLE_EXT
 
@@ -27,12 +28,25 @@ SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 @dataclass(frozen=True)
 class Verdict:
     claim: str
-    holds: bool
+    holds: bool | None        # None: not decidable from the run's numbers
     evidence: str
+    decides: str = ""         # the interval that would decide it, where the run states one
 
     @property
     def mark(self) -> str:
-        return "✓" if self.holds else "✗"
+        return {True: "✓", False: "✗", None: "?"}[self.holds]
+
+    @property
+    def word(self) -> str:
+        return verdict_word(self.holds)
+
+
+def _holds(value) -> bool | None:
+    """The JSON's verdict: true, false or null (an older file's "True"/"False" strings read as such; anything
+    else is not a verdict, so not decided)."""
+    if isinstance(value, bool) or value is None:
+        return value
+    return {"true": True, "false": False}.get(str(value).strip().lower())
 
 
 @dataclass(frozen=True)
@@ -91,7 +105,8 @@ def _verdicts(summary: dict) -> tuple[Verdict, ...]:
     out = []
     for c in summary.get("claims", []):
         if isinstance(c, dict) and "text" in c:
-            out.append(Verdict(str(c["text"]), bool(c.get("holds")), str(c.get("evidence", ""))))
+            out.append(Verdict(str(c["text"]), _holds(c.get("holds")), str(c.get("evidence", "")),
+                               str(c.get("decides") or "")))
     return tuple(out)
 
 

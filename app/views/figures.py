@@ -23,6 +23,7 @@ ul.verdicts li { margin: 4px 0; padding-left: 1.6em; text-indent: -1.6em; }
         border-radius: 3px; color: white; margin-right: 0.3em; }
 .holds .mark { background: #1b5e20; }
 .fails .mark { background: #b00020; }
+.undecided .mark { background: #757575; }
 .verdict-word { font-weight: 600; }
 .evidence { color: #555; font-size: 12.5px; text-indent: 0; }
 .note { color: #555; font-size: 12.5px; }
@@ -36,8 +37,9 @@ table.asset-table td.num { text-align: right; }
 """
 INTRO = ("<p>The sources' experiments, rerun by this project (<code>python -m samplers reproduce all</code>). "
          "Under each figure, the claims of the paper it tests: <b>✓</b> the claim holds in our run, <b>✗</b> it "
-         "does not, each with the numbers that decide it. Tables are rounded to four significant digits; the "
-         "CSV files hold every digit.</p>")
+         "does not, <b>?</b> our numbers cannot decide it (the difference is within their Monte Carlo error; the "
+         "interval that would decide it is given), each with the numbers behind the verdict. Tables are rounded "
+         "to four significant digits; the CSV files hold every digit.</p>")
 MAX_WIDTH = 980
 
 
@@ -85,10 +87,13 @@ def figure_view(fig: Figure) -> pn.Column:
     text = [f"<h3 class='figure-title'>{html.escape(fig.title)}</h3>",
             f"<div class='source'>{html.escape(fig.source)} · rerun by <code>{html.escape(fig.command)}</code></div>"]
     if fig.verdicts:
+        css = {True: "holds", False: "fails", None: "undecided"}
         items = "".join(
-            f"<li class='{'holds' if v.holds else 'fails'}'><span class='mark' aria-hidden='true'>{v.mark}</span>"
-            f"<span class='verdict-word'>{'holds' if v.holds else 'does not hold'}:</span> {html.escape(v.claim)}"
-            f"<div class='evidence'>{html.escape(v.evidence)}</div></li>" for v in fig.verdicts)
+            f"<li class='{css[v.holds]}'><span class='mark' aria-hidden='true'>{v.mark}</span>"
+            f"<span class='verdict-word'>{v.word}:</span> {html.escape(v.claim)}"
+            f"<div class='evidence'>{html.escape(v.evidence)}"
+            + (f" Decided by: {html.escape(v.decides)}." if v.decides else "") + "</div></li>"
+            for v in fig.verdicts)
         text.append(f"<ul class='verdicts'>{items}</ul>")
     elif not fig.recorded:
         text.append(f"<p class='note'>No verdicts recorded yet: <code>{html.escape(fig.command)}</code> writes "
@@ -141,8 +146,10 @@ class FiguresView(Viewer):
                                       "(`python -m samplers reproduce all`).", sizing_mode="stretch_width")]
         else:
             verdicts = [v for p in cat.papers for f in p.figures for v in f.verdicts]
-            held = sum(v.holds for v in verdicts)
-            count = f"<p><b>{held} of the {len(verdicts)} claims tested hold</b> in our runs.</p>" if verdicts else ""
+            held, failed = sum(v.holds is True for v in verdicts), sum(v.holds is False for v in verdicts)
+            open_ = len(verdicts) - held - failed
+            count = (f"<p><b>{held} of the {len(verdicts)} claims tested hold</b> in our runs, {failed} do not"
+                     + (f", and {open_} cannot be decided by them" if open_ else "") + ".</p>") if verdicts else ""
             items = [_html(INTRO + count)]
             for section in cat.papers:
                 items.append(_html(f"<h2 class='paper'>{html.escape(section.authors)}: <span class='paper-title'>"

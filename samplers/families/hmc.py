@@ -51,6 +51,11 @@ def proposal(s, z, rng, oracle, force, velocity, t: int, memory=None):
     oracle's noise at each of the L + 1 gradient evaluations, one uniform per chain (drawn with or
     without the Metropolis test).
 
+    An oracle with `fresh_half_kicks = True` is asked again at each interior point, so every half-kick gets a
+    noisy gradient of its own (2L evaluations): Chen, Fox & Guestrin's code for their Fig. 1 calls its noisy
+    gradient once per half-kick, and with noise that halves the variance of each full kick's noise (two
+    independent draws averaged), which decides how far noisy HMC without the test strays from the target.
+
     At inverse temperature beta the target is exp(-beta H): p ~ N(0, M / beta) and the test accepts with
     probability min{1, exp(beta (H0 - H1))}; the flow of H is the flow of beta H with time rescaled,
     so the leapfrog map itself (volume preserving, reversible) does not change.
@@ -77,13 +82,18 @@ def _proposal(s, z, rng, oracle, force, velocity, t, memory):
     p = p0 + 0.5 * eps * force(theta, p0, g, zc)
     q = theta
     learn = memory is not None and memory.learns(s, t)
+    fresh = getattr(oracle, "fresh_half_kicks", False)
     pairs = []
     for i in range(L):
         q_new = q + eps * velocity(q, p, zc)
         us1, g_new = oracle(q_new, rng, value=held and i == L - 1)
         if learn:
             pairs.append((q_new - q, g_new - g, True))
-        p = p + (eps if i < L - 1 else 0.5 * eps) * force(q_new, p, g_new, zc)
+        if fresh and i < L - 1:   # this step's closing half-kick, then the next one's opening half-kick
+            p = p + 0.5 * eps * force(q_new, p, g_new, zc)
+            p = p + 0.5 * eps * force(q_new, p, oracle(q_new, rng)[1], zc)
+        else:
+            p = p + (eps if i < L - 1 else 0.5 * eps) * force(q_new, p, g_new, zc)
         q, g = q_new, g_new
     h0 = u0 + np.einsum("ci,ci->c", p0, p0) / (2 * M)
     h1 = s.potential.U(q) + np.einsum("ci,ci->c", p, p) / (2 * M)
@@ -100,7 +110,7 @@ def _proposal(s, z, rng, oracle, force, velocity, t, memory):
         error = (us1 - us0 + np.einsum("ci,ci->c", p, p) / (2 * M) - np.einsum("ci,ci->c", p0, p0) / (2 * M)
                  if held else h1 - h0)
         out[:, 2 * d:] = memory.after(s, rest, pairs, a, learn, ~(np.abs(error) < DIVERGENT))
-    return out, StepInfo(grad_evals=L + 1, accepted=accept, energy_error=h1 - h0)
+    return out, StepInfo(grad_evals=2 * L if fresh else L + 1, accepted=accept, energy_error=h1 - h0)
 
 
 

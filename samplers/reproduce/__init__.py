@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 from samplers.reproduce import chen, dpmixture, lda, qnhmc_models, qnhmc_table, recipe_figures, scir_figures
-from samplers.reproduce.base import ASSETS, Reproduction, format_table, write, write_docs
+from samplers.reproduce.base import ASSETS, Reproduction, format_table, verdict_word, write, write_docs
 
 REPRODUCTIONS: dict[str, Reproduction] = {r.name: r for r in (
     recipe_figures.fig2_left,
@@ -44,5 +44,7 @@ def reproduce(name: str, out_dir=None, seed: int = 0, full: bool = False, stream
     print(f"\n{REPRODUCTIONS[name].title}", file=stream)
     print(format_table(outcome.rows), file=stream)
     for c in outcome.claims:
-        print(f"[{'holds' if c.holds else 'DOES NOT HOLD'}] {c.text}: {c.evidence}", file=stream)
+        decides = f" (decided by: {c.decides})" if c.decides else ""
+        print(f"[{verdict_word(c.holds).upper() if c.holds is not True else 'holds'}] {c.text}: {c.evidence}{decides}",
+              file=stream)
     return summary

@@ -15,7 +15,9 @@ Their average over the kept sweeps, summed over S and scaled by N/|S|, is the ex
 * `shape_estimate`: a-hat = beta + (N/|S|) sum_{d in S} E n_dkw, per coordinate: what SCIR's exact CIR
   transition and gSGRHMC's splitting integrator use (pi normalises per topic row, the transition is per coordinate);
 * `batch_grad` + `prior_grad`: the minibatch gradient of U, -(sum_d E n_dkw) / theta and 1 - (beta - 1) / theta
-  (the oracle scales the first by N/|S|): what SGLD, SGHMC and gSGRHMC's Euler step use;
+  (the oracle scales the first by N/|S|): what SGLD, SGHMC and gSGRHMC's Euler step use. With `form="pi"` the
+  likelihood is that of pi (the recipe paper's Eq. S.29) and the first gains + (sum_d E n_dk.) / theta_k.;
+  `row_force` gives that term from a-hat for gSGRHMC's splitting step;
 * `block_sum` (a topic row's sum): with a-hat, SGRLD's drift in Patterson & Teh's own form,
   beta - theta + (N/|S|) sum_d (n_dkw - pi_kw n_dk.) = a-hat - theta - block_sum(a-hat - beta) theta / block_sum(theta).
 
@@ -224,13 +226,21 @@ class LDAData:
     """The training documents and the priors: what the simplex samplers' minibatches read.
 
     `alpha` is the prior shape of every theta_kw (beta of the model: the simplex family's name for the
-    prior shape); `doc_alpha` is the documents' Dirichlet parameter."""
+    prior shape); `doc_alpha` is the documents' Dirichlet parameter.
+
+    `form` is the likelihood the gradient differentiates. "gamma" (the SCIR paper's): the counts as Poisson-like
+    powers of theta, -log p = sum_kw -n_kw log theta_kw, so theta_kw | z ~ Gamma(beta + n_kw, 1). "pi" (the recipe
+    paper's Eq. S.29, Patterson & Teh's): the words' likelihood under pi_k = theta_k / theta_k.,
+    -log p = sum_kw -n_kw log theta_kw + sum_k n_k. log theta_k., whose gradient adds n_k. / theta_k.. Both give
+    pi | z ~ Dir(beta + n_k); they differ in the law of the totals theta_k. (Gamma(W beta + n_k.) against
+    Gamma(W beta)), so in the size of a step relative to theta."""
     corpus: Corpus
     topics: int
     beta: float
     doc_alpha: float
     sweeps: int = SWEEPS
     burn: int = BURN
+    form: str = "gamma"
     latent = True     # the minibatch gradient draws latent assignments from the oracle's rng
 
     @property
@@ -278,9 +288,21 @@ class LDAData:
         return np.broadcast_to(rows.sum(2, keepdims=True), rows.shape).reshape(x.shape)
 
     def batch_grad(self, theta, idx, rng):
-        """sum_{d in S} grad of -log theta^{E n_dkw}: -E n_dkw / theta (chains, d); the oracle scales it by N/n."""
-        counts = self.expected_counts(theta, idx, rng)
-        return -counts.reshape(theta.shape[0], -1) / np.abs(theta)
+        """sum_{d in S} of the gradient of -log p(words of d | theta) at the expected counts (chains, d), which the
+        oracle scales by N/n: -E n_dkw / theta, plus E n_dk. / theta_k. in the "pi" form (Eq. S.29)."""
+        counts = self.expected_counts(theta, idx, rng).reshape(theta.shape[0], -1)
+        t = np.abs(theta)
+        g = -counts / t
+        if self.form == "pi":
+            g += self.block_sum(counts) / self.block_sum(t)
+        return g
+
+    def row_force(self, a_hat, theta):
+        """The "pi" form's term of the gradient of U from a-hat: (N/n) E n_k. / theta_k. = block_sum(a-hat - beta) /
+        block_sum(theta) on each coordinate (chains, d); zero in the gamma form."""
+        if self.form != "pi":
+            return np.zeros_like(theta)
+        return self.block_sum(a_hat - self.beta) / self.block_sum(np.abs(theta))
 
     def prior_grad(self, theta):
         return 1.0 - (self.beta - 1.0) / np.abs(theta)
@@ -392,8 +414,10 @@ def _no_exact_gradient(theta):
 
 
 def lda_potential(train: Corpus, held: Corpus, topics: int, beta: float, doc_alpha: float, name: str,
-                  description: str, truth=None, seed: int = 0) -> LDAPotential:
-    data = LDAData(train, topics, beta, doc_alpha)
+                  description: str, truth=None, seed: int = 0, form: str = "gamma") -> LDAPotential:
+    if form not in ("gamma", "pi"):
+        raise PotentialError(f"LDA's likelihood form is 'gamma' or 'pi', got '{form}'")
+    data = LDAData(train, topics, beta, doc_alpha, form=form)
     dim = data.d
 
     def U(theta):
@@ -424,7 +448,8 @@ REUTERS_TOPICS, REUTERS_HELDOUT = 50, 45
 REUTERS_BETA, REUTERS_DOC_ALPHA = 0.01, 0.1
 
 
-def synthetic_lda(size: str = "default", seed: int = 0, held_out: int | None = None) -> LDAPotential:
+def synthetic_lda(size: str = "default", seed: int = 0, held_out: int | None = None,
+                  form: str = "gamma") -> LDAPotential:
     if size not in SYNTHETIC_SIZES:
         raise PotentialError(f"synthetic LDA sizes: {', '.join(SYNTHETIC_SIZES)}; got '{size}'")
     D, K, W, length, H = SYNTHETIC_SIZES[size]
@@ -435,8 +460,9 @@ def synthetic_lda(size: str = "default", seed: int = 0, held_out: int | None = N
         train, held, K, SYNTHETIC_BETA, SYNTHETIC_DOC_ALPHA, f"lda-synthetic-{size}",
         f"LDA on a synthetic corpus drawn from the model: {train.n} training and {held.n} held-out documents, "
         f"K = {K} topics over W = {W} words (true topics ~ Dir(0.05), sparse), mean length {length}; "
-        f"prior beta = {SYNTHETIC_BETA:g}, documents Dir({SYNTHETIC_DOC_ALPHA:g}); d = {K * W}",
-        truth=pi, seed=seed)
+        f"prior beta = {SYNTHETIC_BETA:g}, documents Dir({SYNTHETIC_DOC_ALPHA:g}); d = {K * W}"
+        + ("; gradient of the likelihood of pi (Eq. S.29)" if form == "pi" else ""),
+        truth=pi, seed=seed, form=form)
 
 
 def reuters_lda(topics: int = REUTERS_TOPICS, seed: int = 0, held_out: int = REUTERS_HELDOUT) -> LDAPotential:
