@@ -72,10 +72,9 @@ def parameters_markdown() -> str:
              "| parameter | what it is | values | unit | auto | samplers (default) |",
              "| --- | --- | --- | --- | --- | --- |"]
     for p, users in declarations().items():
-        allowed = (", ".join(p.choices) + (", expr:…" if p.typed else "")) if p.choices else p.bounds
         shown = [(name, "auto" if default is None else default) for name, default in users]
         taken = f"every sampler ({shown[0][1]})" if len(users) == len(SPECS) and len({d for _, d in shown}) == 1 \
             else ", ".join(f"{name} ({default})" for name, default in shown)
-        cells = (f"`{p.name}`", p.help, allowed, p.unit, p.auto, taken)
+        cells = (f"`{p.name}`", p.help, p.allowed, p.unit, p.auto, taken)
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"

@@ -60,7 +60,7 @@ TYPED = "expr:"   # the prefix of a typed expression, as for a typed potential (
 @dataclass(frozen=True)
 class Param:
     """A sampler parameter, declared once. Checking a value (`coerce`), the lab's fields and links, `--set`'s
-    help, `python -m samplers list --markdown` (docs/parameters.md) all read this declaration.
+    help, `python -m samplers list --params` (docs/parameters.md) all read this declaration.
 
     A frozen dataclass rather than a param.Parameter: the library does not depend on param, a declaration is
     shared by several specs with another default (`at`), and it carries what param's bounds do not: the unit,
@@ -94,13 +94,16 @@ class Param:
         parts += [] if hi is None else [f"{'<' if self.below else '<='} {hi:g}"]
         return " and ".join(parts)
 
+    @property
+    def allowed(self) -> str:
+        """The values it takes, in words: its choices, or its bounds."""
+        return (", ".join(self.choices) + (f", or {TYPED}…" if self.typed else "")) if self.choices else self.bounds
+
     def describe(self) -> str:
         """One line for a tooltip or --help: the help, the allowed values, the unit and what auto means."""
-        allowed = (", ".join(self.choices) + (f", or {TYPED}<a positive function of x (1-D) or x, y (2-D)>"
-                                              if self.typed else "")) if self.choices else self.bounds
         unit = f", in {self.unit}" if self.unit else ""
         auto = f"; auto: {self.auto}" if self.auto else ""
-        return f"{self.name}: {self.help} ({allowed}{unit}){auto}"
+        return f"{self.name}: {self.help} ({self.allowed}{unit}){auto}"
 
     def coerce(self, value):
         """The value as the sampler takes it, from a number or its text; SamplerError naming the parameter and

@@ -350,7 +350,8 @@ def _init_santa(s, chains, rng):
 
 SANTA_PARAMS = (
     EPS.at(0.02),
-    choice("G1", "level", G1_CHOICES, "the preconditioner between θ and p", typed=check_typed_g1),
+    choice("G1", "level", G1_CHOICES, "the preconditioner between θ and p; typed, expr:<g(x)> (1-D) or "
+           "expr:<g(x, y)> (2-D) gives G₁ = g(θ)·I with g > 0, e.g. expr:1/(1+x^2)", typed=check_typed_g1),
     choice("G2", "G1", G2_CHOICES, "the momentum's diffusion"),
     Param("lam", 0.01, "rmsprop's floor: g1 = 1/sqrt(lam + sqrt v) stays below lam^−½", lo=0, above=True),
     Param("decay", 0.99, "rmsprop's memory: v ← decay·v + (1 − decay)·grad²", lo=0, hi=1, below=True),
