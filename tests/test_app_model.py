@@ -624,6 +624,26 @@ def test_a_typed_setting_out_of_bounds_is_refused_naming_the_field_and_the_bound
     assert refusal(cfg, name, getattr(cfg, name)) is None
 
 
+def test_the_run_fields_refuse_a_value_out_of_bounds_and_show_the_one_in_use():
+    """Without a browser: the typed value is refused with its reason, the field and the run keep the value in use,
+    and a link's change still shows in the field."""
+    pytest.importorskip("panel")
+    from app.views.controls import ParamFields, RunControls
+    lab = lab_for(chains=50)
+    controls = RunControls(lab)
+    controls.chains.value = 0
+    assert "Chains must be between 1 and 100000, got 0 (not applied)" in controls.settings.message.object
+    assert controls.chains.value == 50 and lab.config.chains == 50
+    controls.chains.value = 60
+    assert controls.settings.message.object == "" and lab.config.chains == 60
+    lab.config.seed = 9
+    assert controls.seed.value == 9
+    fields = ParamFields(lab)
+    fields.widgets["eps"].value = "-1"
+    assert "eps must be &gt; 0 and &lt;= 100, got -1 (not applied)" in fields.error.object
+    assert fields.widgets["eps"].value == "0.05" and "eps" not in lab.config.params
+
+
 def test_every_preset_pair_builds_and_steps_unblocked():
     """A pair sets what its samplers need: SGRLD vs SCIR on the simplex take their noise from minibatches of
     the counts, and with the default simulated noise the pair opened blocked."""
