@@ -417,6 +417,8 @@ class RunControls(Viewer):
     def _on_noise(self, noise, batch):
         if noise != "real minibatches":
             self.cfg.batch = None
+        elif batch is None:      # an emptied field (None is the simulated noise): it shows the size in use
+            self.settings.show(self.batch, self.cfg.batch or 10)
         else:
             self.settings.typed(self.batch, "batch", batch)
 
