@@ -25,9 +25,9 @@ def _sampler(text: str) -> str:
     return text
 
 
-def _url(key: str, always: bool = False, parse=None) -> dict:
-    """A parameter's metadata: its URL key, whether a link always writes it, and a parser of its text beyond its
-    type's (the views and links call `parse(text)`, which raises ValueError with the reason)."""
+def url_meta(key: str, always: bool = False, parse=None) -> dict:
+    """A setting's metadata: its URL key, whether a link always writes it, and a parser of a link's text for it in
+    place of its type's (`parse(text)` raises ValueError with the reason; urlstate.parse_value calls it)."""
     return dict(url=key, always=always, parse=parse)
 
 
@@ -37,32 +37,32 @@ class LabConfig(param.Parameterized):
     as `registry.coerce_params` accepts them, so they round-trip through the URL."""
 
     potential = param.String(default="banana", doc="a preset name or 'expr:<U(x[, y])>'",
-                             metadata=_url("pot", always=True, parse=_potential))
-    sampler = param.Selector(default="sghmc", objects=[], metadata=_url("s", always=True, parse=_sampler))
+                             metadata=url_meta("pot", always=True, parse=_potential))
+    sampler = param.Selector(default="sghmc", objects=[], metadata=url_meta("s", always=True, parse=_sampler))
     params = param.Dict(default={}, doc="parameter overrides of sampler A")
-    compare = param.Boolean(default=False, metadata=_url("cmp"))
-    sampler_b = param.Selector(default="sghmc-naive", objects=[], metadata=_url("sb", parse=_sampler))
+    compare = param.Boolean(default=False, metadata=url_meta("cmp"))
+    sampler_b = param.Selector(default="sghmc-naive", objects=[], metadata=url_meta("sb", parse=_sampler))
     params_b = param.Dict(default={})
     V = param.Number(default=1.0, bounds=(0, 1e6), label="Gradient noise V", doc="simulated gradient-noise variance",
-                     metadata=_url("V", always=True))
+                     metadata=url_meta("V", always=True))
     batch = param.Integer(default=None, allow_None=True, bounds=(1, 10**6), label="Minibatch size",
                           doc="real minibatch size (data posteriors only); None: simulated noise V",
-                          metadata=_url("batch"))
-    chains = param.Integer(default=1000, bounds=(1, 100_000), label="Chains", metadata=_url("n", always=True))
-    seed = param.Integer(default=1, bounds=(0, 2**32 - 1), label="Seed", metadata=_url("seed", always=True))
-    speed = param.Integer(default=5, bounds=(1, 1000), doc="steps per frame", metadata=_url("speed"))
+                          metadata=url_meta("batch"))
+    chains = param.Integer(default=1000, bounds=(1, 100_000), label="Chains", metadata=url_meta("n", always=True))
+    seed = param.Integer(default=1, bounds=(0, 2**32 - 1), label="Seed", metadata=url_meta("seed", always=True))
+    speed = param.Integer(default=5, bounds=(1, 1000), doc="steps per frame", metadata=url_meta("speed"))
     burn = param.Integer(default=100, bounds=(0, 10**7), label="Burn-in (steps)",
-                         doc="steps before the histogram accumulates", metadata=_url("burn"))
+                         doc="steps before the histogram accumulates", metadata=url_meta("burn"))
     start = param.Selector(default="near", objects=["near", "exact"],
                            doc="near: chains start about the target's start point; exact: at exact draws of the "
                                "target (where it has a sampler), so what a sampler does to the law shows at once",
-                           metadata=_url("start"))
+                           metadata=url_meta("start"))
     D = param.List(default=None, allow_None=True, doc="edited D cells of sampler A (None: its own)")
     Q = param.List(default=None, allow_None=True)
     naive = param.Boolean(default=None, allow_None=True,
                           doc="drop Γ (or the friction) from sampler A's recipe; None: as registered",
-                          metadata=_url("naive"))
-    log_view = param.Boolean(default=False, doc="log-scale marginals (sparse Dirichlet)", metadata=_url("log"))
+                          metadata=url_meta("naive"))
+    log_view = param.Boolean(default=False, doc="log-scale marginals (sparse Dirichlet)", metadata=url_meta("log"))
     design = param.Dict(default=None, allow_None=True,
                         doc="the sampler designed in the lab (`DESIGN` as sampler A or B), as design-file data "
                             "(app/model/design.py); None: the empty design at the target's dimension")

@@ -33,7 +33,7 @@ from samplers.registry import build_sampler
 from samplers.run import Ensemble
 from samplers.targets.live import LIVE_MODELS, LiveModel
 
-from .config import url_keys
+from .config import url_keys, url_meta
 from .exports import safe_file_name
 from .lab import MAX_STATE, USER_ERRORS, _one_line
 from .reasons import Notice, NoticeKind
@@ -80,15 +80,15 @@ class ModelsConfig(param.Parameterized):
     default), as LabConfig's do."""
 
     model = param.String(default="", doc="a LIVE_MODELS key ('': the first)",
-                         metadata=dict(url="model", always=True, parse=_model))
+                         metadata=url_meta("model", always=True, parse=_model))
     seed = param.Integer(default=0, bounds=(0, 2**31 - 1), label="Seed (data and chains)",
-                         metadata=dict(url="seed", always=True))
+                         metadata=url_meta("seed", always=True))
     chains = param.Integer(default=None, allow_None=True, bounds=(1, MAX_CHAINS), label="Chains",
-                           doc="None: the model's own", metadata=dict(url="n", always=False))
+                           doc="None: the model's own", metadata=url_meta("n"))
     eps_a = param.Number(default=None, allow_None=True, bounds=(0, None), inclusive_bounds=(False, True),
-                         label="Step size A", metadata=dict(url="a.eps", always=False))
+                         label="Step size A", metadata=url_meta("a.eps"))
     eps_b = param.Number(default=None, allow_None=True, bounds=(0, None), inclusive_bounds=(False, True),
-                         label="Step size B", metadata=dict(url="b.eps", always=False))
+                         label="Step size B", metadata=url_meta("b.eps"))
 
     @property
     def key(self) -> str:
