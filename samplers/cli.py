@@ -22,7 +22,7 @@ from samplers.accuracy import escaped_chains, score
 from samplers.design import check, design_sampler, example_names, load_design
 from samplers.engine.symbols import RecipeError
 from samplers.gradients import GradientError
-from samplers.registry import REGISTRY, build_sampler, sampler_names
+from samplers.registry import REGISTRY, build_sampler, declarations, parameters_markdown, sampler_names
 from samplers.run import run
 from samplers.sampler import SamplerError
 from samplers.stepsize import fit_eps
@@ -46,21 +46,29 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m samplers",
                 description="Stochastic-gradient MCMC samplers built on the complete recipe.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    sub.add_parser("list", help="every sampler and potential, one line each")
-    s = sub.add_parser("sample", help="run chains and write their samples to an .npz file")
+    lst = sub.add_parser("list", help="every sampler and potential, one line each")
+    lst.add_argument("--params", action="store_true",
+                     help="instead, the table of every sampler parameter (docs/parameters.md), in Markdown")
+    s = sub.add_parser("sample", help="run chains and write their samples to an .npz file",
+                       epilog=set_help(), formatter_class=argparse.RawDescriptionHelpFormatter)
     which = s.add_mutually_exclusive_group(required=True)
     which.add_argument("--sampler", help="a named sampler (see list)")
     which.add_argument("--recipe", metavar="FILE.yaml", help="a design file (docs/recipes.md) or a shipped design")
     s.add_argument("--naive", action="store_true", help="with --recipe: the design's naive variant (its term dropped)")
     s.add_argument("--potential", required=True, help="a preset name or expr:<U(x) or U(x, y)>")
-    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a sampler parameter")
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="a sampler parameter, once per parameter (they are listed below; 'list' gives each "
+                        "sampler's and their defaults)")
     s.add_argument("--grad-noise", type=float, default=None, metavar="V", help="simulated gradient noise variance")
     s.add_argument("--batch", type=int, default=None, metavar="n", help="minibatch size (data posteriors)")
-    s.add_argument("--steps", type=int, required=True)
-    s.add_argument("--burn", type=int, default=0)
-    s.add_argument("--thin", type=int, default=1)
-    s.add_argument("--chains", type=int, default=100)
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--steps", type=int, required=True, metavar="N",
+                   help="steps after burn-in; every THIN-th of them is kept (N // THIN samples per chain)")
+    s.add_argument("--burn", type=int, default=0, metavar="B",
+                   help="steps before those, discarded: burn-in is extra, the run takes B + N steps (default 0)")
+    s.add_argument("--thin", type=int, default=1, help="keep every THIN-th step of the N (default 1: all)")
+    s.add_argument("--chains", type=int, default=100, help="independent chains run together (default 100)")
+    s.add_argument("--seed", type=int, default=0,
+                   help="the random seed: the same seed and arguments write the same file (default 0)")
     s.add_argument("--out", required=True, metavar="FILE.npz")
     d = sub.add_parser("diagnose", help="KL, TV, KS and ESS of a sample file against the exact density")
     d.add_argument("file")
@@ -88,7 +96,22 @@ def _parse_sets(items) -> dict:
     return out
 
 
+def set_help() -> str:
+    """`sample --help`'s list of sampler parameters, from their declarations (one line per declaration)."""
+    lines = ["sampler parameters (--set KEY=VALUE; 'auto' where a parameter has one):"]
+    for p, users in declarations().items():
+        taking = {name for name, _ in users}
+        others = [name for name in REGISTRY if name not in taking]
+        which = ", ".join(n for n, _ in users) if len(others) > len(taking) else \
+            "every sampler" + (f" but {', '.join(others)}" if others else "")
+        lines.append(f"  {p.describe()} [{which}]")
+    return "\n".join(lines)
+
+
 def cmd_list(args, out):
+    if args.params:
+        print(parameters_markdown(), file=out, end="")
+        return
     for name in sampler_names():
         spec = REGISTRY[name]
         params = ", ".join(f"{k}={v}" for k, v in spec.defaults.items())

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from samplers.families import hmc, langevin, qnhmc, santa, sghmc, sgrhmc, simplex, thermostats
 from samplers.gradients import make_oracle
-from samplers.sampler import Sampler, SamplerError, SamplerSpec
+from samplers.sampler import Param, Sampler, SamplerError, SamplerSpec
 from samplers.stepsize import fit_eps
 from samplers.targets.presets import get_potential
 
@@ -55,3 +55,31 @@ def build_sampler(name: str, potential, V=None, batch=None, *, fit: bool = True,
     if fit and s.spec.step_param not in params:
         fit_eps(s)
     return s
+
+
+def declarations() -> dict[Param, list[tuple[str, object]]]:
+    """Every distinct parameter declaration (its default aside), with the samplers that take it and their defaults,
+    in the registry's order: what `--set`'s help and docs/parameters.md list."""
+    out: dict[Param, list] = {}
+    for spec in SPECS:
+        for p in spec.declared.values():
+            out.setdefault(p.at(None), []).append((spec.name, p.default))
+    return out
+
+
+def parameters_markdown() -> str:
+    """docs/parameters.md: one row per declaration (tests/test_docs.py checks the file against it)."""
+    lines = ["# Sampler parameters", "",
+             "Generated from the declarations in `samplers/families/*.py` and `samplers/sampler.py` by",
+             "`python -m samplers list --params > docs/parameters.md` (`tests/test_docs.py` fails when it falls "
+             "behind).", "Set one with `--set KEY=VALUE`, in a link as `a.KEY=VALUE` (sampler A) or `b.KEY=VALUE`, "
+             "or in the lab's field of that name.", "",
+             "| parameter | what it is | values | unit | auto | samplers (default) |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for p, users in declarations().items():
+        shown = [(name, "auto" if default is None else default) for name, default in users]
+        taken = f"every sampler ({shown[0][1]})" if len(users) == len(SPECS) and len({d for _, d in shown}) == 1 \
+            else ", ".join(f"{name} ({default})" for name, default in shown)
+        cells = (f"`{p.name}`", p.help, p.allowed, p.unit, p.auto, taken)
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return "\n".join(lines) + "\n"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -54,33 +54,152 @@ def scalar(x) -> bool:
     return isinstance(x, (float, int)) or np.ndim(x) == 0
 
 
+TYPED = "expr:"   # the prefix of a typed expression, as for a typed potential (`--potential 'expr:...'`)
+
+
+@dataclass(frozen=True)
+class Param:
+    """A sampler parameter, declared once. Checking a value (`coerce`), the lab's fields and links, `--set`'s
+    help, `python -m samplers list --params` (docs/parameters.md) all read this declaration.
+
+    A frozen dataclass rather than a param.Parameter: the library does not depend on param, a declaration is
+    shared by several specs with another default (`at`), and it carries what param's bounds do not: the unit,
+    what "auto" means, and the choices that may also be typed."""
+    name: str
+    default: object
+    help: str                           # one line: what it is, in the sources' words
+    type: type = float                  # float, int, or str (a choice)
+    whole: bool = False                 # a float that must be a whole number (an int is one anyway)
+    lo: float | None = None             # bounds, each included unless `above` / `below`
+    hi: float | None = None
+    above: bool = False                 # lo itself excluded: > lo
+    below: bool = False                 # hi itself excluded: < hi
+    unit: str = ""
+    auto: str = ""                      # what "auto" (None) means; "" when a number must be given
+    choices: tuple = ()
+    # check(text) -> value, for a choice that may also be typed as an expression, "expr:<text>" (Santa's G1)
+    typed: Callable | None = None
+
+    def at(self, default, **changes) -> Param:
+        """The same parameter with another default (and, say, another meaning of auto)."""
+        return replace(self, default=default, **changes)
+
+    @property
+    def bounds(self) -> str:
+        """The bounds in words, as messages, help and the docs quote them: 'between 0 and 1', '> 0 and <= 100'."""
+        lo, hi = self.lo, self.hi
+        if lo is not None and hi is not None and not self.above and not self.below:
+            return f"between {lo:g} and {hi:g}"
+        parts = [] if lo is None else [f"{'>' if self.above else '>='} {lo:g}"]
+        parts += [] if hi is None else [f"{'<' if self.below else '<='} {hi:g}"]
+        return " and ".join(parts)
+
+    @property
+    def allowed(self) -> str:
+        """The values it takes, in words: its choices, or its bounds."""
+        return (", ".join(self.choices) + (f", or {TYPED}…" if self.typed else "")) if self.choices else self.bounds
+
+    def describe(self) -> str:
+        """One line for a tooltip or --help: the help, the allowed values, the unit and what auto means."""
+        unit = f", in {self.unit}" if self.unit else ""
+        auto = f"; auto: {self.auto}" if self.auto else ""
+        return f"{self.name}: {self.help} ({self.allowed}{unit}){auto}"
+
+    def coerce(self, value):
+        """The value as the sampler takes it, from a number or its text; SamplerError naming the parameter and
+        quoting its bounds when it is not one."""
+        if self.choices:
+            if self.typed is not None and isinstance(value, str) and value.strip().startswith(TYPED):
+                return self.typed(value)
+            if value not in self.choices:
+                also = f" or {TYPED}<a function of x, y>" if self.typed else ""
+                raise SamplerError(f"{self.name} must be one of {', '.join(self.choices)}{also}, got '{_cut(value)}'")
+            return value
+        whole = self.whole or self.type is int
+        kind = "a whole number" if whole else "a number"
+        wanted = f"{kind} {self.bounds}".strip() + (" or auto" if self.auto else "")
+        if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "auto", "")):
+            if not self.auto:
+                raise SamplerError(f"{self.name} must be {wanted}, got '{_cut(value)}'")
+            return None
+        try:
+            num = float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise SamplerError(f"{self.name} must be {wanted}, got '{_cut(value)}'") from None
+        if not np.isfinite(num):
+            raise SamplerError(f"{self.name} must be finite, got {_cut(value)}")
+        if whole and num != int(num):
+            raise SamplerError(f"{self.name} must be {wanted}, got {num:g}")
+        lo, hi = self.lo, self.hi
+        if (lo is not None and (num < lo or self.above and num == lo)) or \
+                (hi is not None and (num > hi or self.below and num == hi)):
+            raise SamplerError(f"{self.name} must be {self.bounds}" + (" or auto" if self.auto else "") +
+                               f", got {num:g}")
+        return int(num) if self.type is int else num
+
+
+def _cut(value, limit: int = 40) -> str:
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def choice(name: str, default: str, choices: tuple, help: str, **more) -> Param:
+    return Param(name, default, help, type=str, choices=tuple(choices), **more)
+
+
+# The parameters several families share, declared once; a family takes one at its own default (`EPS.at(0.05)`).
+# The bounds are where a value stops meaning anything and starts costing: M = 1e300 makes the first momentum 1e150
+# (every chain "diverged" at step 0), L = 1e7 leapfrog steps would hold a core for minutes.
+EPS = Param("eps", 0.01, "the step size ε", lo=0, above=True, hi=100)
+C = Param("C", 1.0, "the friction (diffusion of the momentum)", lo=0, above=True, hi=1e6)
+A = Param("A", 1.0, "the thermostat's diffusion (its friction at equilibrium)", lo=0, above=True, hi=1e6)
+M = Param("M", 1.0, "the mass: momentum r ~ N(0, M/β)", lo=1e-6, hi=1e6)
+BHAT = Param("Bhat", 0.0, "B̂, the estimate of the gradient noise's covariance that Eq. (9) subtracts", lo=0,
+             hi=1e8, auto="the gradient oracle's own estimate")
+METRIC_D = Param("metric_D", 1.5, "the metric's scale: G(θ)⁻¹ = metric_D·sqrt|U + metric_C|", lo=1e-6, hi=1e6)
+METRIC_C = Param("metric_C", None, "the metric's offset: G(θ)⁻¹ = metric_D·sqrt|U + metric_C|", lo=-1e6, hi=1e6,
+                 auto="0.5 − min U, so U + metric_C ≥ 0.5 (errata E3)")
+RESAMPLE = Param("resample_every", 0, "draw the momentum afresh every this many steps (0: never)", type=int, lo=0,
+                 hi=10 ** 7, unit="steps")
+INTEGRATOR = choice("integrator", "euler", ("euler", "splitting"), "the discretisation of the dynamics")
+
+# every sampler takes the inverse temperature and the step-size schedule eps_t = eps (1 + t/eps_b)^-eps_c, constant
+# with eps_c = 0 (docs/tempering.md)
+COMMON = (Param("beta", 1.0, "the inverse temperature: θ is sampled from exp(−βU)", lo=1e-3, hi=1e3),
+          Param("eps_b", 1000.0, "the step-size schedule's time scale, ε_t = ε(1 + t/eps_b)^−eps_c", lo=0,
+                above=True, hi=1e12, unit="steps"),
+          Param("eps_c", 0.0, "the step-size schedule's decay exponent (0: a constant step)", lo=0, hi=1))
+STANDARD = {p.name: p for p in (EPS, C, A, M, BHAT, METRIC_D, METRIC_C, RESAMPLE, INTEGRATOR, *COMMON)}
+
+
 @dataclass(frozen=True, kw_only=True)
 class SamplerSpec:
     name: str
     title: str
     source: str                       # the equation it implements
     doc: str
-    defaults: dict
-    layout: Callable[[int, dict], dict]  # (d, params) -> {role: aux names} in column order; checks params
+    params: tuple                     # its Params, in the order they are listed; COMMON ones are added after
+    layout: Callable[[int, dict], dict]  # (d, params) -> {role: aux names} in column order; checks params together
     recipe: Callable | None = None    # (sampler) -> Recipe
     fast: Callable | None = None      # (sampler, z, rng, t) -> (z, StepInfo), equal to the engine step
     fast_only: dict = field(default_factory=dict)  # param values only the fast path implements
     init_aux: Callable | None = None  # (sampler, chains, rng) -> aux (chains, n_aux)
     corrected: str | None = None      # for a naive sampler: its corrected sibling
     family: str = "langevin"
-    choices: dict = field(default_factory=dict)  # param -> allowed values (for strings)
-    # param -> check(text) -> value, for a choice that may also be typed as an expression, "expr:<text>"
-    typed: dict = field(default_factory=dict)
     exact: bool = False               # exact-in-law samplers (HMC with Metropolis, SCIR): no recipe step
     temperable: bool | None = None    # whether beta != 1 has a meaning; None: every family but "simplex"
     # each chain's step reads only its own row and the generator, and the sampler keeps nothing between steps:
     # an ensemble may step it in blocks of chains on threads, each block with its own generator (samplers.run)
     blockwise: bool = False
+    # derived from `params`: name -> Param, and name -> default
+    declared: dict = field(init=False, repr=False, compare=False)
+    defaults: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        # every sampler takes the inverse temperature and the step-size schedule (docs/tempering.md)
-        object.__setattr__(self, "defaults", dict(self.defaults) | {k: v for k, v in COMMON_PARAMS.items()
-                                                                    if k not in self.defaults})
+        own = {p.name: p for p in self.params}
+        declared = own | {p.name: p for p in COMMON if p.name not in own}
+        object.__setattr__(self, "declared", declared)
+        object.__setattr__(self, "defaults", {name: p.default for name, p in declared.items()})
         if self.temperable is None:
             object.__setattr__(self, "temperable", self.family != "simplex")
 
@@ -94,87 +213,19 @@ class SamplerSpec:
         return "eps" if "eps" in self.defaults or "h" not in self.defaults else "h"
 
 
-TYPED = "expr:"   # the prefix of a typed expression, as for a typed potential (`--potential 'expr:...'`)
-
-# beta: the inverse temperature, target exp(-beta H); eps_b, eps_c: the schedule eps_t = eps (1 + t/eps_b)^-eps_c,
-# constant with eps_c = 0 (the default)
-COMMON_PARAMS = dict(beta=1.0, eps_b=1000.0, eps_c=0.0)
-
-
-# Sizes past which a parameter stops meaning anything and starts costing: M = 1e300 makes the first
-# momentum 1e150 (every chain "diverged" at step 0), L = 1e7 leapfrog steps hold a core for minutes.
-LIMITS = {"eps": (1e-12, 100.0), "h": (1e-12, 100.0), "C": (1e-12, 1e6), "A": (1e-12, 1e6), "M": (1e-6, 1e6),
-          "metric_D": (1e-6, 1e6), "metric_C": (0.0, 1e6), "Bhat": (0.0, 1e8), "B0": (1e-6, 1e6),
-          "L": (1, 1000), "memory": (0, 50), "adapt": (0, 10 ** 7), "resample_every": (0, 10 ** 7),
-          "beta": (1e-3, 1e3), "eps_b": (1e-6, 1e12)}
-
-
 def coerce_params(spec: SamplerSpec, params: dict) -> dict:
-    """Defaults overridden by params; unknown names and bad values raise SamplerError."""
+    """Defaults overridden by params, each checked against its declaration; unknown names and bad values raise
+    SamplerError."""
     out = dict(spec.defaults)
     for key, value in params.items():
-        if key not in spec.defaults:
+        if key not in spec.declared:
             raise SamplerError(f"sampler '{spec.name}' has no parameter '{key}' "
                                f"(its parameters: {', '.join(spec.defaults) or 'none'})")
-        default = spec.defaults[key]
-        if key in spec.choices:
-            if key in spec.typed and isinstance(value, str) and value.strip().startswith(TYPED):
-                out[key] = spec.typed[key](value)
-                continue
-            if value not in spec.choices[key]:
-                also = f" or {TYPED}<a function of x, y>" if key in spec.typed else ""
-                raise SamplerError(f"{key} must be one of {', '.join(spec.choices[key])}{also}, got '{value}'")
-            out[key] = value
-            continue
-        if value is None or (isinstance(value, str) and value.lower() in ("none", "auto", "")):
-            if key in COMMON_PARAMS:
-                raise SamplerError(f"{key} must be a number ({SCHEDULE_HELP[key]}), got '{value}'")
-            out[key] = None
-            continue
-        try:
-            num = int(value) if isinstance(default, int) and not isinstance(default, bool) else float(value)
-        except (TypeError, ValueError):
-            raise SamplerError(f"{key} must be a number, got '{value}'") from None
-        if not np.isfinite(num):
-            raise SamplerError(f"{key} must be finite, got {value}")
-        out[key] = num
-    for key, (lo, hi) in LIMITS.items():
-        v = out.get(key)
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and not lo <= abs(v) <= hi and v != 0:
-            raise SamplerError(f"{key} must be at most {hi:g} in size, got {v:g}" if abs(v) > hi else
-                               f"{key} must be at least {lo:g} in size, got {v:g}")
-    for key in ("eps",):
-        if key in out and not out[key] > 0:
-            raise SamplerError(f"{key} must be > 0, got {out[key]}")
-    for key in ("C", "A", "M", "metric_D"):
-        if out.get(key) is not None and key in out and not out[key] > 0:
-            raise SamplerError(f"{key} must be > 0, got {out[key]}")
-    for key in ("Bhat",):
-        if out.get(key) is not None and key in out and out[key] < 0:
-            raise SamplerError(f"{key} must be >= 0, got {out[key]}")
-    if out.get("resample_every") is not None and out.get("resample_every", 0) < 0:
-        raise SamplerError("resample_every must be >= 0 (0: never)")
-    check_common(spec, out)
-    return out
-
-
-SCHEDULE_HELP = {"beta": "the inverse temperature, 0.001 to 1000; 1 samples exp(-U)",
-                 "eps_b": "the schedule's time scale in steps, > 0",
-                 "eps_c": "the schedule's decay exponent, 0 to 1; 0: constant"}
-
-
-def check_common(spec: SamplerSpec, out: dict) -> None:
-    """beta > 0 (and 1 where it has no meaning), eps_b > 0, 0 <= eps_c <= 1."""
-    beta, b, c = out["beta"], out["eps_b"], out["eps_c"]
-    if not beta > 0:
-        raise SamplerError(f"beta must be > 0 ({SCHEDULE_HELP['beta']}), got {beta:g}")
-    if beta != 1 and not spec.temperable:
+        out[key] = spec.declared[key].coerce(value)
+    if out["beta"] != 1 and not spec.temperable:
         raise SamplerError(f"beta must be 1 for {spec.name}: its law is its own target's (a Gamma or Dirichlet), "
-                           f"which it does not temper; got beta={beta:g}")
-    if not b > 0:
-        raise SamplerError(f"eps_b must be > 0 ({SCHEDULE_HELP['eps_b']}), got {b:g}")
-    if not 0 <= c <= 1:
-        raise SamplerError(f"eps_c must be between 0 and 1 ({SCHEDULE_HELP['eps_c']}), got {c:g}")
+                           f"which it does not temper; got beta={out['beta']:g}")
+    return out
 
 
 class Sampler:

@@ -513,8 +513,8 @@ def test_qnhmc_with_lbfgs_memory_opens_without_a_cell_editor_and_with_its_residu
 
 def test_parameters_past_their_limits_are_refused_and_a_dead_run_does_not_play():
     upd, errors = from_query(parse_search("?s=sghmc&a.M=1e300&s=hmc&a.L=10000000"))
-    assert "params" not in upd and any("at most 1000" in e for e in errors)
-    assert validate_params("sghmc", {"M": "1e300"}) == "M must be at most 1e+06 in size, got 1e+300"
+    assert "params" not in upd and any("L must be between 1 and 1000" in e for e in errors)
+    assert validate_params("sghmc", {"M": "1e300"}) == "M must be between 1e-06 and 1e+06, got 1e+300"
     lab = lab_for(potential="gaussian", sampler="sgld", params={"eps": "50"}, chains=20)
     lab.play()
     for _ in range(20):
@@ -594,14 +594,54 @@ def test_beta_and_the_schedule_are_parameter_fields():
     assert fields.error.object == "" and lab.config.params["beta"] == "0.5"
 
 
-def test_beta_and_schedule_fields_say_their_bounds():
-    from app.model.presets import param_help
-    from app.views.controls import ParamFields
+def test_every_parameter_field_says_its_declaration():
+    """The sampler's notes list each parameter's declaration (its help, bounds, unit and what auto means); the
+    fields of beta and the schedule say theirs in a tooltip too."""
+    from app.views.controls import ParamFields, describe_sampler
     fields = ParamFields(lab_for(chains=50))
     fields.more.clicks += 1
-    assert "0.001 to 1000" in fields.widgets["beta"].description
-    assert "0 to 1" in fields.widgets["eps_c"].description and "> 0" in fields.widgets["eps_b"].description
-    assert param_help("eps") is None
+    assert "between 0.001 and 1000" in fields.widgets["beta"].description
+    assert "between 0 and 1" in fields.widgets["eps_c"].description and "> 0" in fields.widgets["eps_b"].description
+    notes = describe_sampler("sghmc")
+    assert "<li>eps: the step size ε (&gt; 0 and &lt;= 100)</li>" in notes
+    assert "Bhat: B̂" in notes and "auto: the gradient oracle&#x27;s own estimate" in notes
+    assert all(f"<li>{name}: " in notes for name in REGISTRY["sghmc"].declared)
+
+
+@pytest.mark.parametrize("name,value,says", [
+    ("chains", 0, "Chains must be between 1 and 100000, got 0 (not applied)"),
+    ("chains", 100_000_000, "Chains must be between 1 and 100000, got 100000000"),
+    ("seed", -1, "Seed must be between 0 and 4294967295, got -1"),
+    ("V", -3.0, "Gradient noise V must be between 0 and 1e+06, got -3"),
+    ("burn", -10, "Burn-in (steps) must be between 0 and 10000000, got -10"),
+    ("batch", 0, "Minibatch size must be between 1 and 1000000, got 0"),
+    ("chains", None, "Chains must be a number between 1 and 100000"),
+])
+def test_a_typed_setting_out_of_bounds_is_refused_naming_the_field_and_the_bound(name, value, says):
+    from app.model.config import refusal
+    cfg = LabConfig()
+    assert says in refusal(cfg, name, value)
+    assert refusal(cfg, name, getattr(cfg, name)) is None
+
+
+def test_the_run_fields_refuse_a_value_out_of_bounds_and_show_the_one_in_use():
+    """Without a browser: the typed value is refused with its reason, the field and the run keep the value in use,
+    and a link's change still shows in the field."""
+    pytest.importorskip("panel")
+    from app.views.controls import ParamFields, RunControls
+    lab = lab_for(chains=50)
+    controls = RunControls(lab)
+    controls.chains.value = 0
+    assert "Chains must be between 1 and 100000, got 0 (not applied)" in controls.settings.message.object
+    assert controls.chains.value == 50 and lab.config.chains == 50
+    controls.chains.value = 60
+    assert controls.settings.message.object == "" and lab.config.chains == 60
+    lab.config.seed = 9
+    assert controls.seed.value == 9
+    fields = ParamFields(lab)
+    fields.widgets["eps"].value = "-1"
+    assert "eps must be &gt; 0 and &lt;= 100, got -1 (not applied)" in fields.error.object
+    assert fields.widgets["eps"].value == "0.05" and "eps" not in lab.config.params
 
 
 def test_every_preset_pair_builds_and_steps_unblocked():

@@ -22,6 +22,20 @@ def test_list_names_every_sampler_and_potential():
             "logistic"} <= listed
 
 
+def test_sample_help_says_what_each_number_does_and_lists_every_parameter(capsys):
+    """--steps and --burn say that burn-in is extra; --set's help lists every declared parameter with its bounds."""
+    from samplers.registry import declarations
+    with pytest.raises(SystemExit):
+        main(["sample", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "burn-in is extra, the run takes B + N steps" in text and "N // THIN samples per chain" in text
+    for flag in ("--thin THIN keep", "--chains CHAINS independent", "--seed SEED the random seed"):
+        assert flag in text
+    for p in declarations():
+        assert " ".join(p.describe().split()) in text, p.name
+    assert "eps: the step size ε (> 0 and <= 100) [every sampler but scir]" in text
+
+
 def test_sample_is_reproducible_and_diagnosable(tmp_path, capsys):
     args = ["sample", "--sampler", "sghmc", "--potential", "double-well", "--grad-noise", "4", "--set", "eps=0.1",
             "--set", "C=3", "--steps", "200", "--burn", "50", "--thin", "2", "--chains", "30", "--seed", "4"]
@@ -193,7 +207,8 @@ def test_errors_print_no_terminal_escapes_from_the_file(meta, tmp_path, capsys):
     (["--potential", "banana", "--steps", "250000000", "--chains", "2"], "GiB (at most 2 GiB)"),
     (["--potential", "gaussian", "--steps", "1", "--chains", "400000000"], "GiB"),
     (["--potential", "gaussian", "--steps", "1", "--burn", "1000000000000"], "at most 1,000,000,000"),
-    (["--potential", "gaussian", "--steps", "1", "--sampler", "hmc", "--set", "L=1000000000"], "L must be at most"),
+    (["--potential", "gaussian", "--steps", "1", "--sampler", "hmc", "--set", "L=1000000000"],
+     "L must be between 1 and 1000"),
 ])
 def test_sample_refuses_sizes_it_could_not_hold_or_finish(args, message, tmp_path, capsys):
     argv = ["sample", "--sampler", "sgld", *args, "--out", str(tmp_path / "x.npz")]

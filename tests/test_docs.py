@@ -103,3 +103,10 @@ def test_the_errata_link_back_to_existing_lessons():
 
 def test_readme_points_to_the_errata():
     assert "docs/errata.md" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_parameters_table_is_the_declarations():
+    """docs/parameters.md is generated from the samplers' declarations; a declaration changed without it fails."""
+    from samplers.registry import parameters_markdown
+    assert (ROOT / "docs" / "parameters.md").read_text(encoding="utf-8") == parameters_markdown(), \
+        "docs/parameters.md is behind the declarations: python -m samplers list --params > docs/parameters.md"

@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from app.model import lab as lab_module
-from app.model.config import LabConfig
+from app.model.config import LabConfig, url_keys
 from app.model.lab import trial_build
-from app.model.urlstate import NAV_KEYS, SIMPLE, apply_query, parse_search
+from app.model.urlstate import NAV_KEYS, apply_query, parse_search
 from samplers.cli import main, save_npz
 from samplers.engine import validate
 from samplers.engine.edit import cell_variables, edited_recipe, matrix_cells, parse_matrix
@@ -58,7 +58,7 @@ def printable_line(text: str) -> bool:
 
 # -- (a) a link's query onto LabConfig ----------------------------------------------------------------
 PARAMS = sorted({k for spec in REGISTRY.values() for k in spec.defaults})
-KEYS = [*SIMPLE.values(), "D", "Q", *NAV_KEYS, *(f"a.{k}" for k in PARAMS), *(f"b.{k}" for k in PARAMS)]
+KEYS = [*url_keys(LabConfig).values(), "D", "Q", *NAV_KEYS, *(f"a.{k}" for k in PARAMS), *(f"b.{k}" for k in PARAMS)]
 JUNK = st.text(max_size=60) | st.text(st.characters(codec="ascii"), max_size=300)
 NUMBERS = st.sampled_from(["nan", "inf", "-inf", "-0", "1e400", "1e-400", "0x10", "1_000", " 7 ", "", "-1",
                            "4294967296", "100001", "1e6", "1e7", "٣"])

@@ -225,7 +225,7 @@ def test_acceptance_and_gradient_counts():
     with pytest.raises(SamplerError, match="L must be"):
         sampler("hmc", "gaussian", L=0)
     for bad in (0, -1.0):
-        with pytest.raises(SamplerError, match=r"B0 must be > 0 \(the initial B is B0 I\) or auto"):
+        with pytest.raises(SamplerError, match=r"B0 must be between 1e-06 and 1e\+06 or auto"):
             sampler("qnhmc", "gaussian", B0=bad)
     with pytest.raises(SamplerError, match="B0 must be a number"):
         sampler("qnhmc", "gaussian", B0="large")

@@ -33,10 +33,11 @@ from samplers.registry import build_sampler
 from samplers.run import Ensemble
 from samplers.targets.live import LIVE_MODELS, LiveModel
 
+from .config import url_keys, url_meta
 from .exports import safe_file_name
 from .lab import MAX_STATE, USER_ERRORS, _one_line
 from .reasons import Notice, NoticeKind
-from .urlstate import MAX_MESSAGES, NAV_KEYS, _float, _int, _reason, quoted
+from .urlstate import MAX_MESSAGES, NAV_KEYS, _reason, parse_value, quoted, url_text
 
 BUILD_LIMIT_S = 60.0       # a model whose build takes longer is given up (its data is too big for a live page)
 CHUNK_S = 0.1              # a worker's turn: the page shows the run's progress at least this often
@@ -67,15 +68,27 @@ def default_model() -> str:
     return model_keys()[0] if LIVE_MODELS else ""
 
 
+def _model(text: str) -> str:
+    if text not in LIVE_MODELS:
+        raise ValueError(f"unknown model (choose from {', '.join(model_keys())})")
+    return text
+
+
 class ModelsConfig(param.Parameterized):
     """What a Models link reproduces: the model, the seed (its data's and the chains'), the chains and each
-    sampler's step size (None: the model's own)."""
+    sampler's step size (None: the model's own). Each declares its URL key (`url`; `always`: written even at its
+    default), as LabConfig's do."""
 
-    model = param.String(default="", doc="a LIVE_MODELS key ('': the first)")
-    seed = param.Integer(default=0, bounds=(0, 2**31 - 1))
-    chains = param.Integer(default=None, allow_None=True, bounds=(1, MAX_CHAINS), doc="None: the model's own")
-    eps_a = param.Number(default=None, allow_None=True, bounds=(0, None), inclusive_bounds=(False, True))
-    eps_b = param.Number(default=None, allow_None=True, bounds=(0, None), inclusive_bounds=(False, True))
+    model = param.String(default="", doc="a LIVE_MODELS key ('': the first)",
+                         metadata=url_meta("model", always=True, parse=_model))
+    seed = param.Integer(default=0, bounds=(0, 2**31 - 1), label="Seed (data and chains)",
+                         metadata=url_meta("seed", always=True))
+    chains = param.Integer(default=None, allow_None=True, bounds=(1, MAX_CHAINS), label="Chains",
+                           doc="None: the model's own", metadata=url_meta("n"))
+    eps_a = param.Number(default=None, allow_None=True, bounds=(0, None), inclusive_bounds=(False, True),
+                         label="Step size A", metadata=url_meta("a.eps"))
+    eps_b = param.Number(default=None, allow_None=True, bounds=(0, None), inclusive_bounds=(False, True),
+                         label="Step size B", metadata=url_meta("b.eps"))
 
     @property
     def key(self) -> str:
@@ -83,30 +96,22 @@ class ModelsConfig(param.Parameterized):
 
 
 # -- URL state ------------------------------------------------------------------------------------------
-URL_KEYS = {"model": "model", "seed": "seed", "chains": "n", "eps_a": "a.eps", "eps_b": "b.eps"}
+URL_KEYS = url_keys(ModelsConfig)
 
 
 def models_query(cfg: ModelsConfig) -> dict[str, str]:
-    """The configuration as query items: the model and seed always, the rest when set."""
-    q = {"model": cfg.key, "seed": str(cfg.seed)}
-    for name in ("chains", "eps_a", "eps_b"):
-        value = getattr(cfg, name)
-        if value is not None:
-            q[URL_KEYS[name]] = f"{value:g}" if isinstance(value, float) else str(value)
+    """The configuration as query items: those declared `always` (the model by its key), the rest when set."""
+    q = {}
+    for name, key in URL_KEYS.items():
+        value = cfg.key if name == "model" else getattr(cfg, name)    # '' is the first model: a link names it
+        if value is not None and (cfg.param[name].metadata["always"] or value != cfg.param[name].default):
+            q[key] = url_text(value)
     return q
-
-
-def _positive(text: str) -> float:
-    value = _float(text)
-    if value <= 0:
-        raise ValueError("must be greater than 0")
-    return value
 
 
 def from_models_query(query: dict[str, str]) -> tuple[dict, list[str]]:
     """ModelsConfig updates from a link's items, and one message per item ignored (its key and value quoted)."""
     names = {v: k for k, v in URL_KEYS.items()}
-    parsers = {"model": str, "seed": _int, "chains": _int, "eps_a": _positive, "eps_b": _positive}
     upd, errors = {}, []
     for key, text in query.items():
         if key not in names:
@@ -115,14 +120,7 @@ def from_models_query(query: dict[str, str]) -> tuple[dict, list[str]]:
             continue
         name = names[key]
         try:
-            value = parsers[name](text.strip())
-            if name == "model" and value not in LIVE_MODELS:
-                raise ValueError(f"unknown model (choose from {', '.join(model_keys())})")
-            if name in ("seed", "chains"):
-                lo, hi = ModelsConfig.param[name].bounds
-                if not lo <= value <= hi:
-                    raise ValueError(f"must be between {lo} and {hi}")
-            upd[name] = value
+            upd[name] = parse_value(ModelsConfig.param[name], text)
         except ValueError as err:
             errors.append(f"URL {quoted(key)}={quoted(text)}: {_reason(err)}")
     if len(errors) > MAX_MESSAGES:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
 from samplers.registry import REGISTRY, get_spec, sampler_names
-from samplers.sampler import SCHEDULE_HELP, SamplerError, coerce_params
+from samplers.sampler import SamplerError, coerce_params
 from samplers.targets.potential import Potential
 from samplers.targets.presets import get_potential, preset_names
 
@@ -64,16 +64,9 @@ def default_params(sampler: str) -> dict:
     return dict(REGISTRY[sampler].defaults) if sampler in REGISTRY else {}
 
 
-def param_help(key: str, spec=None) -> str | None:
-    """A field's tooltip for the parameters every sampler shares (beta and the step-size schedule), and for a
-    choice that may be typed (`spec.typed`: Santa's G1)."""
-    if spec is not None and key in spec.typed:
-        return (f"{key}: one of {', '.join(spec.choices[key])}, or typed as {TYPED}<a positive function of x "
-                f"(1-D) or x, y (2-D)>, e.g. {TYPED}1/(1+x^2)")
-    if key in SCHEDULE_HELP:
-        return f"{key}: {SCHEDULE_HELP[key]} (eps_t = eps (1 + t/eps_b)^-eps_c)" if key != "beta" else \
-            f"beta: {SCHEDULE_HELP[key]}; theta is sampled from exp(-beta U)"
-    return None
+def param_help(key: str, spec) -> str | None:
+    """A field's tooltip: the parameter's declaration (its help, bounds, unit and what auto means)."""
+    return spec.declared[key].describe() if key in spec.declared else None
 
 
 def validate_params(sampler: str, params: dict) -> str | None:

@@ -14,22 +14,21 @@ import math
 from types import SimpleNamespace
 from urllib.parse import parse_qsl, urlencode
 
+import param
+
 from samplers.registry import REGISTRY, sampler_names
 
-from .config import LabConfig
-from .design import DESIGN, from_json, to_json, uses_design
-from .presets import known_potential, validate_params
+from .config import LabConfig, out_of_bounds, url_keys
+from .design import from_json, to_json, uses_design
+from .presets import validate_params
 
-SIMPLE = {"potential": "pot", "sampler": "s", "compare": "cmp", "sampler_b": "sb", "V": "V", "batch": "batch",
-          "chains": "n", "seed": "seed", "speed": "speed", "burn": "burn", "naive": "naive", "log_view": "log",
-          "start": "start"}
-ALWAYS = ("potential", "sampler", "V", "chains", "seed")   # written even at their defaults: links stay explicit
 NAV_KEYS = ("tab", "lesson", "play", "present", "recipe")
 MAX_CELLS_JSON = 4000
 MAX_MESSAGES = 10      # a link of a thousand junk keys gets ten messages and a count, not a page of them
 
 
-def _fmt(value) -> str:
+def url_text(value) -> str:
+    """A value as a link writes it: 1/0 for booleans, 2 for 2.0."""
     if isinstance(value, bool):
         return "1" if value else "0"
     if isinstance(value, float) and value.is_integer():
@@ -42,21 +41,20 @@ def to_query(cfg) -> dict[str, str]:
     except the ALWAYS ones)."""
     if not isinstance(cfg, LabConfig):
         cfg = SimpleNamespace(**{k: v.default for k, v in LabConfig.param.objects().items()} | dict(cfg))
-    defaults = LabConfig.param
     q = {}
-    for name, key in SIMPLE.items():
-        v = getattr(cfg, name)
+    for name, key in url_keys(LabConfig).items():
+        v, p = getattr(cfg, name), LabConfig.param[name]
         if v is None:
             continue
-        if name in ALWAYS or v != defaults[name].default:
+        if p.metadata["always"] or v != p.default:
             if name in ("sampler_b",) and not cfg.compare:
                 continue
-            q[key] = _fmt(v)
+            q[key] = url_text(v)
     for k, v in cfg.params.items():
-        q[f"a.{k}"] = _fmt(v)
+        q[f"a.{k}"] = url_text(v)
     if cfg.compare:
         for k, v in cfg.params_b.items():
-            q[f"b.{k}"] = _fmt(v)
+            q[f"b.{k}"] = url_text(v)
     for name in ("D", "Q"):
         cells = getattr(cfg, name)
         if cells is not None:
@@ -128,40 +126,35 @@ def _reason(text, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _choice(name):
-    objects = LabConfig.param[name].objects
-
-    def parse(text: str) -> str:
-        if text not in objects:
-            raise ValueError(f"must be one of {', '.join(objects)}")
+def parse_value(p: param.Parameter, text: str):
+    """A link's text as the value of a declared parameter: parsed by its type (and its own `parse`, if it
+    declares one), within its bounds and choices; ValueError with the reason otherwise."""
+    text = text.strip()
+    if (p.metadata or {}).get("parse"):
+        return p.metadata["parse"](text)
+    if isinstance(p, param.Boolean):
+        return _bool(text)
+    if isinstance(p, param.Selector):
+        if text not in p.objects:
+            raise ValueError(f"must be one of {', '.join(map(str, p.objects))}")
         return text
-    return parse
+    value = _int(text) if isinstance(p, param.Integer) else _float(text) if isinstance(p, param.Number) else text
+    why = out_of_bounds(p, value)
+    if why:
+        raise ValueError(why)
+    return value
 
 
 def from_query(query: dict[str, str]) -> tuple[dict, list[str]]:
     """Parameter updates for LabConfig from query items, and a message per item that was ignored."""
     sampler_names()   # loads every module that registers samplers
     upd, errors = {}, []
-    parsers = {"potential": str, "sampler": str, "sampler_b": str, "V": _float, "batch": _int, "chains": _int,
-               "seed": _int, "speed": _int, "burn": _int, "compare": _bool, "naive": _bool, "log_view": _bool,
-               "start": _choice("start")}
-    names = {v: k for k, v in SIMPLE.items()}
+    names = {v: k for k, v in url_keys(LabConfig).items()}
     params_a, params_b = {}, {}
     for key, text in query.items():
         try:
             if key in names:
-                name = names[key]
-                value = parsers[name](text.strip()) if name not in ("potential",) else text.strip()
-                p = LabConfig.param[name]
-                if name in ("sampler", "sampler_b") and value not in REGISTRY and value != DESIGN:
-                    raise ValueError("unknown sampler")
-                if name == "potential" and not known_potential(value):
-                    raise ValueError("unknown potential")
-                if hasattr(p, "bounds") and p.bounds and value is not None:
-                    lo, hi = p.bounds
-                    if (lo is not None and value < lo) or (hi is not None and value > hi):
-                        raise ValueError(f"must be between {lo} and {hi}")
-                upd[name] = value
+                upd[names[key]] = parse_value(LabConfig.param[names[key]], text)
             elif key in ("D", "Q"):
                 upd[key] = _cells(text)
             elif key == "design":
@@ -204,5 +197,5 @@ def apply_query(cfg: LabConfig, query: dict[str, str]) -> list[str]:
             try:
                 cfg.param.update(**{k: v})
             except Exception:
-                errors.append(f"URL {quoted(SIMPLE.get(k, k))}: not applied")
+                errors.append(f"URL {quoted(url_keys(LabConfig).get(k, k))}: not applied")
     return errors

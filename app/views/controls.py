@@ -16,6 +16,7 @@ from panel.viewable import Viewer
 
 from samplers.registry import REGISTRY
 
+from ..model.config import refusal
 from ..model.design import DESIGN
 from ..model.lab import FRAME_BUDGET_S, Lab
 from ..model.presets import (
@@ -42,6 +43,43 @@ def error_html(text: str) -> str:
 
 def ok_html(text: str) -> str:
     return f"<div class='lab-ok' style='color:#1b5e20;font-size:12px'>{html.escape(text)}</div>" if text else ""
+
+
+class SettingFields:
+    """Number fields for a configuration's settings (LabConfig's, ModelsConfig's), labelled and checked by their
+    declarations. A value out of bounds is refused where it was typed: the reason (the field's label, the bound)
+    shows in `message` and the field goes back to the value in use, so the screen never shows a value that does not
+    run. A change of a setting from elsewhere (a link) shows in its field."""
+
+    def __init__(self, cfg, css_class: str):
+        self.cfg = cfg
+        self.message = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=[css_class], margin=(0, 10))
+        self._showing = False       # a field is being set to the value in use: not an edit
+
+    def field(self, widget_type, name: str, **options):
+        widget = widget_type(name=self.cfg.param[name].label, value=getattr(self.cfg, name), **options)
+        widget.param.watch(lambda event: self.typed(widget, name, event.new), "value")
+        self.cfg.param.watch(lambda event: self.show(widget, event.new), name)
+        return widget
+
+    def typed(self, widget, name: str, value) -> bool:
+        """Apply a typed value, or refuse it (its reason shown, the field back to the value in use)."""
+        if self._showing:
+            return False
+        why = refusal(self.cfg, name, value)
+        self.message.object = error_html(why or "")
+        if why:
+            self.show(widget, getattr(self.cfg, name))
+            return False
+        setattr(self.cfg, name, value)
+        return True
+
+    def show(self, widget, value) -> None:
+        self._showing = True
+        try:
+            widget.value = value
+        finally:
+            self._showing = False
 
 
 class PotentialPicker(Viewer):
@@ -174,6 +212,7 @@ class ParamFields(Viewer):
                                       css_classes=[f"params-more-{side.lower()}"])
         self.more.on_click(self._show_more)
         self._more = False
+        self._showing = False
         self._build()
         self.cfg.param.watch(self._build, [self.sampler_key])
         self.cfg.param.watch(self._follow, [self.params_key])
@@ -189,8 +228,8 @@ class ParamFields(Viewer):
         overrides = getattr(self.cfg, self.params_key)
         shown = shown_params(name, overrides)
         # a choice that may also be typed (Santa's G1 = expr:...) is a text field, its choices in the tooltip
-        picked = {key for key in shown if key in spec.choices and key not in spec.typed}
-        fields = {key: param.Selector(default=value, objects=list(spec.choices[key]), check_on_set=False)
+        picked = {key for key in shown if spec.declared[key].choices and not spec.declared[key].typed}
+        fields = {key: param.Selector(default=value, objects=list(spec.declared[key].choices), check_on_set=False)
                   if key in picked else param.String(default=value) for key, value in shown.items()}
         self.values = param.parameterized_class("SamplerParameters", fields)()
         self._more = self._more or any(key in overrides for key in MORE)
@@ -204,7 +243,9 @@ class ParamFields(Viewer):
         if isinstance(self.values.param[key], param.Selector):
             return pn.widgets.Select.from_param(self.values.param[key], name=key, sizing_mode="stretch_width",
                                                 css_classes=[f"param-{key}"])
-        tip = param_help(key, spec)
+        # a tooltip is two more models a field, at every page open: beta, the schedule and a typed G1 have one;
+        # every field's declaration is in the sampler's notes above them (describe_sampler)
+        tip = param_help(key, spec) if key in MORE or spec.declared[key].typed else None
         return pn.widgets.TextInput.from_param(self.values.param[key], name=key, sizing_mode="stretch_width",
                                                css_classes=[f"param-{self.side.lower()}-{key}"],
                                                **({"description": tip} if tip else {}))
@@ -219,7 +260,7 @@ class ParamFields(Viewer):
 
     def _on_edit(self, *events):
         name = getattr(self.cfg, self.sampler_key)
-        if name == DESIGN:
+        if name == DESIGN or self._showing:
             return
         defaults = default_params(name)
         overrides = {}
@@ -232,6 +273,8 @@ class ParamFields(Viewer):
         reason = validate_params(name, overrides)
         if reason:
             self.error.object = error_html(f"{reason} (not applied)")
+            # the fields show what runs (the message quotes what was typed); a typed G1 stays, to be corrected
+            self._show(getattr(self.cfg, self.params_key), keep_typed=True)
             return
         self.error.object = ""
         if overrides != getattr(self.cfg, self.params_key):
@@ -241,12 +284,22 @@ class ParamFields(Viewer):
         name = getattr(self.cfg, self.sampler_key)
         if name == DESIGN:
             return
-        spec = REGISTRY[name]
         if any(key in event.new for key in MORE):
             self._show_more()
-        self.values.param.update(**{key: value for key, value in shown_params(name, event.new).items()
-                                    if key in self.widgets and (key not in spec.choices or key in spec.typed
-                                                                or value in spec.choices[key])})
+        self._show(event.new)
+        self.error.object = ""        # what the configuration holds was checked: no refusal stands beside it
+
+    def _show(self, overrides: dict, keep_typed: bool = False):
+        """The fields show these overrides (and the defaults), without taking that for an edit."""
+        declared = REGISTRY[getattr(self.cfg, self.sampler_key)].declared
+        shown = {key: value for key, value in shown_params(getattr(self.cfg, self.sampler_key), overrides).items()
+                 if key in self.widgets and not (keep_typed and declared[key].typed)
+                 and (not declared[key].choices or declared[key].typed or value in declared[key].choices)}
+        self._showing = True
+        try:
+            self.values.param.update(**shown)
+        finally:
+            self._showing = False
 
     def __panel__(self):
         return pn.Column(self.grid, self.more, self.error, sizing_mode="stretch_width")
@@ -257,8 +310,10 @@ def describe_sampler(name: str) -> str:
         return ("<div style='font-size:12px;color:#444'>A sampler you write as (H, D, Q): its state, K, D and Q "
                 "are typed in the design editor below the plots.</div>")
     spec = REGISTRY[name]
+    params = "".join(f"<li>{html.escape(p.describe())}</li>" for p in spec.declared.values())
     return (f"<details style='font-size:12px;color:#444'><summary>{html.escape(spec.source)}</summary>"
-            f"{html.escape(spec.doc)}</details>")
+            f"{html.escape(spec.doc)}<ul class='param-notes' style='margin:4px 0;padding-left:18px'>{params}</ul>"
+            f"</details>")
 
 
 class SamplerPicker(Viewer):
@@ -314,15 +369,15 @@ class RunControls(Viewer):
                                                      start=1, end=200, sizing_mode="stretch_width")
         self.limit = pn.pane.HTML(pn.bind(self._limit_text, lab.param.speed_limit), sizing_mode="stretch_width",
                                   css_classes=["speed-limit"], margin=(0, 10))
-        self.chains = pn.widgets.IntInput.from_param(self.cfg.param.chains, name="Chains", step=100,
-                                                     sizing_mode="stretch_width", css_classes=["chains-input"])
-        self.seed = pn.widgets.IntInput.from_param(self.cfg.param.seed, name="Seed", sizing_mode="stretch_width",
-                                                   css_classes=["seed-input"])
-        self.V = pn.widgets.FloatInput.from_param(self.cfg.param.V, name="Gradient noise V", step=0.5,
-                                                  sizing_mode="stretch_width", css_classes=["v-input"],
-                                                  disabled=pn.bind(self._minibatch, *noise))
-        self.burn = pn.widgets.IntInput.from_param(self.cfg.param.burn, name="Burn-in (steps)", step=50,
-                                                   sizing_mode="stretch_width")
+        # bounds are LabConfig's, checked by `settings`; the browser's own (start, end) would clamp without a word
+        self.settings = settings = SettingFields(self.cfg, "settings-error")
+        self.chains = settings.field(pn.widgets.IntInput, "chains", step=100, sizing_mode="stretch_width",
+                                     css_classes=["chains-input"])
+        self.seed = settings.field(pn.widgets.IntInput, "seed", sizing_mode="stretch_width", css_classes=["seed-input"])
+        self.V = settings.field(pn.widgets.FloatInput, "V", step=0.5, sizing_mode="stretch_width",
+                                css_classes=["v-input"], disabled=pn.bind(self._minibatch, *noise))
+        self.burn = settings.field(pn.widgets.IntInput, "burn", step=50, sizing_mode="stretch_width",
+                                   css_classes=["burn-input"])
         self.start = pn.widgets.Select.from_param(self.cfg.param.start, name="Chains start",
                                                   options={"near the start point": "near",
                                                            "at exact draws of the target": "exact"},
@@ -331,8 +386,9 @@ class RunControls(Viewer):
                                                  value="real minibatches" if self.cfg.batch else "simulated noise V",
                                                  sizing_mode="stretch_width",
                                                  visible=pn.bind(self._data, lab.param.version))
-        self.batch = pn.widgets.IntInput(name="Minibatch size", value=self.cfg.batch or 10, start=1,
-                                         sizing_mode="stretch_width", visible=pn.bind(self._minibatch, *noise))
+        self.batch = pn.widgets.IntInput(name=self.cfg.param.batch.label, value=self.cfg.batch or 10,
+                                         sizing_mode="stretch_width", visible=pn.bind(self._minibatch, *noise),
+                                         css_classes=["batch-input"])
         pn.bind(self._on_noise, self.noise, self.batch, watch=True)
 
     def _play_state(self, playing, *_) -> dict:
@@ -359,13 +415,18 @@ class RunControls(Viewer):
             self.lab.play()
 
     def _on_noise(self, noise, batch):
-        self.cfg.batch = max(1, int(batch or 1)) if noise == "real minibatches" else None
+        if noise != "real minibatches":
+            self.cfg.batch = None
+        elif batch is None:      # an emptied field (None is the simulated noise): it shows the size in use
+            self.settings.show(self.batch, self.cfg.batch or 10)
+        else:
+            self.settings.typed(self.batch, "batch", batch)
 
     def __panel__(self):
         return pn.Column(pn.Row(self.play, self.step, self.reset), self.speed, self.limit,
                          pn.Row(self.chains, self.seed, sizing_mode="stretch_width"),
                          pn.Row(self.V, self.burn, sizing_mode="stretch_width"), self.start, self.noise, self.batch,
-                         sizing_mode="stretch_width")
+                         self.settings.message, sizing_mode="stretch_width")
 
 
 class CompareControls(Viewer):

@@ -15,8 +15,8 @@ import panel as pn
 from bokeh.models import ColumnDataSource, Line
 from panel.viewable import Viewer
 
+from ..model.config import refusal
 from ..model.models import (
-    MAX_CHAINS,
     ModelsConfig,
     ModelsLab,
     apply_models_query,
@@ -26,7 +26,7 @@ from ..model.models import (
 )
 from ..model.reasons import Notice, NoticeKind
 from ..model.urlstate import quoted
-from .controls import error_html
+from .controls import SettingFields, error_html
 from .frame_loop import FrameLoop, session_schedule
 from .lab import TEXT_EVERY_S, _alert_html, notice_alert
 from .plots import RUN_COLORS, _browser_only, _draw, _fig, _fmt, _legend, _lighten, stand_in_source
@@ -132,6 +132,7 @@ class ModelsView(Viewer):
         if errors:
             lab.notice = Notice(NoticeKind.LINK, "Some of the link was ignored: " + "; ".join(errors))
         self._text_at = 0.0
+        self._eps_shown = False      # a step-size field is being set to the value in use: not an edit
         self.plot = MetricPlot()
         self.loop = FrameLoop(self._frame, active=lambda: self.lab.playing, ready=lambda: True,
                               on_error=self._frame_failed)
@@ -177,13 +178,12 @@ class ModelsView(Viewer):
                                                   css_classes=[f"models-eps-{side}"])
             self.eps[side].param.watch(lambda e, s=side: self._on_eps(s, e.new), "value")
         self.eps_error = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), css_classes=["models-eps-error"])
-        self.chains = pn.widgets.IntInput(name="Chains", value=cfg.chains, start=1, end=MAX_CHAINS,
-                                          sizing_mode="stretch_width", css_classes=["models-chains"])
-        self.seed = pn.widgets.IntInput(name="Seed (data and chains)", value=cfg.seed, start=0,
-                                        end=ModelsConfig.param.seed.bounds[1], sizing_mode="stretch_width",
+        # bounds are ModelsConfig's, checked by `settings` (the browser's own would clamp without a word)
+        self.settings = SettingFields(cfg, "models-settings-error")
+        self.chains = self.settings.field(pn.widgets.IntInput, "chains", sizing_mode="stretch_width",
+                                          css_classes=["models-chains"])
+        self.seed = self.settings.field(pn.widgets.IntInput, "seed", sizing_mode="stretch_width",
                                         css_classes=["models-seed"])
-        self.chains.param.watch(lambda e: setattr(cfg, "chains", e.new), "value")
-        self.seed.param.watch(lambda e: setattr(cfg, "seed", e.new if e.new is not None else 0), "value")
         self.csv = pn.widgets.FileDownload(callback=self._csv, filename="metric.csv", label="Metric (CSV)",
                                            button_type="primary", sizing_mode="stretch_width",
                                            css_classes=["models-csv"])
@@ -195,7 +195,7 @@ class ModelsView(Viewer):
             self.select, self.info, pn.pane.HTML("<b>Run</b>", margin=(5, 10)),
             pn.Row(self.play, self.step, self.reset),
             pn.Row(self.eps["a"], self.eps["b"], sizing_mode="stretch_width"), self.eps_error,
-            pn.Row(self.chains, self.seed, sizing_mode="stretch_width"),
+            pn.Row(self.chains, self.seed, sizing_mode="stretch_width"), self.settings.message,
             pn.pane.HTML("<b>Export</b> <span style='font-size:12px;color:#555'>(the metric's history of both "
                          "samplers, at most 2000 points each, and the settings; the URL holds the configuration)"
                          "</span>", margin=(5, 10)),
@@ -213,6 +213,8 @@ class ModelsView(Viewer):
             self.cfg.param.update(model=event.new, eps_a=None, eps_b=None, chains=None)
 
     def _on_eps(self, side: str, text: str):
+        if self._eps_shown:
+            return
         text = (text or "").strip()
         name = f"eps_{side}"
         if text in ("", "auto"):
@@ -222,16 +224,19 @@ class ModelsView(Viewer):
                 value = float(text)
             except ValueError:
                 value = math.nan
-            if not (math.isfinite(value) and value > 0):
-                self.eps_error.object = error_html(f"step size {side.upper()}: {quoted(text)} is not a number "
-                                                   "greater than 0 (not applied)")
+            why = refusal(self.cfg, name, value) if math.isfinite(value) else \
+                f"{self.cfg.param[name].label}: {quoted(text)} is not a number (not applied)"
+            if why:
+                self.eps_error.object = error_html(why)
+                self._show_eps(refused=side)      # the field shows the step size in use
                 return
         self.eps_error.object = ""
         if getattr(self.cfg, name) != value:
             setattr(self.cfg, name, value)
 
-    def _show_eps(self):
-        """The step-size fields: the configured value, or the model's own as the placeholder."""
+    def _show_eps(self, refused: str | None = None):
+        """The step-size fields: the configured value, or the model's own as the placeholder; `refused`: that
+        side's field holds a refused text, which goes."""
         runs = self.lab.runs
         for side, label in (("a", "A"), ("b", "B")):
             value = getattr(self.cfg, f"eps_{side}")
@@ -244,20 +249,22 @@ class ModelsView(Viewer):
             shown = "" if value is None else f"{value:g}"
             if (field.value or "").strip() != shown:
                 try:
-                    if shown == "" or float(field.value) != value:
-                        field.value = shown
+                    stale = side == refused or shown == "" or float(field.value) != value
                 except ValueError:
-                    field.value = shown
+                    stale = True
+                if stale:
+                    self._eps_shown = True
+                    try:
+                        field.value = shown
+                    finally:
+                        self._eps_shown = False
 
     def _follow(self, *_):
         """The configuration changed elsewhere (a link, back/forward): the fields show it."""
         if self.select.value != self.cfg.key:
             self.select.value = self.cfg.key
-        if self.chains.value != self.cfg.chains:
-            self.chains.value = self.cfg.chains
-        if self.seed.value != self.cfg.seed:
-            self.seed.value = self.cfg.seed
         self._show_eps()
+        self.eps_error.object = ""        # the configuration holds checked values: no refusal stands beside them
 
     # -- plots ------------------------------------------------------------------------------------------
     def _show_runs(self):

@@ -14,7 +14,7 @@ from samplers.engine.recipe import Recipe
 from samplers.engine.stationarity import Residual, stationarity_residual
 from samplers.engine.symbols import RecipeError, StateSymbols
 from samplers.gradients import make_oracle
-from samplers.sampler import Sampler, SamplerSpec, coerce_params
+from samplers.sampler import STANDARD, Param, Sampler, SamplerSpec, coerce_params
 from samplers.targets.presets import get_potential
 
 CACHE_SIZE = 8          # recipes kept per design, by parameter values: a lab flips between a few
@@ -109,6 +109,13 @@ def order_text(design: Design, recipe: Recipe) -> str:
     return order + " (default: auxiliary variables first, then theta with their new values)"
 
 
+def design_param(name: str, value) -> Param:
+    """A design's parameter: a named sampler's of that name (eps > 0, ...), else a constant of its cells."""
+    if name in STANDARD:
+        return STANDARD[name].at(value)
+    return Param(name, value, "a constant of the design's cells", type=int if isinstance(value, int) else float)
+
+
 def design_spec(design: Design, naive: bool = False) -> SamplerSpec:
     """A SamplerSpec for the design (cached): its parameters are the file's params, constants among them."""
     specs = design.cache.setdefault("specs", {})
@@ -120,7 +127,8 @@ def design_spec(design: Design, naive: bool = False) -> SamplerSpec:
             title=design.name + (" (naive)" if naive else ""),
             source=f"design {design.source}" + (f", {design.naive} dropped" if naive else ""),
             doc=design.description or f"the design in {design.source}",
-            defaults=dict(design.params), layout=lambda d, p: {"aux": list(design.aux)},
+            params=tuple(design_param(k, v) for k, v in design.params.items()),
+            layout=lambda d, p: {"aux": list(design.aux)},
             recipe=lambda s: build_recipe(design, naive, **{k: s.params[k] for k in consts}),
             init_aux=_init_aux if design.aux else None, corrected=design.name if naive else None, family="design")
     return specs[naive]

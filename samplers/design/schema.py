@@ -13,13 +13,14 @@ import numpy as np
 
 from samplers.design.yamlfile import Marked, short
 from samplers.engine.symbols import DROPPABLE, StateSymbols
-from samplers.sampler import COMMON_PARAMS
+from samplers.sampler import COMMON
 
 MAX_STATE = 6          # the lab's budget: Gamma, the compiled update and the residual stay well under 2 s
 MAX_NAME = 24
 # parameters of the sampler itself (the step, B-hat, and every sampler's beta and schedule); every other
 # name under `params` is a constant the cells may use
 SAMPLER_PARAMS = dict(eps=0.05, Bhat=0.0)
+COMMON_NAMES = {p.name for p in COMMON}   # beta and the schedule
 KEYS = ("name", "description", "aux", "kinetic", "D", "Q", "blocks", "naive", "drop", "box", "params")
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 DESIGN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\Z")
@@ -27,7 +28,7 @@ THETA = re.compile(r"theta(_[0-9]+)?\Z")
 # the compiled update is numpy code in which a state symbol is a local name: one called `sign` or `sqrt` would
 # hide the function (d|r|/dr is sign(r)); the engine's own symbols (eps, bhat, beta) are arguments beside it
 RESERVED = ({"U", "D", "Q", "H", "K", "Gamma", "bhat", "eps", "beta", "pi", "e", "E", "I"} | set(SAMPLER_PARAMS)
-            | set(COMMON_PARAMS) | set(dir(np)) | set(dir(builtins)))
+            | COMMON_NAMES | set(dir(np)) | set(dir(builtins)))
 
 
 @dataclass(frozen=True, eq=False)
@@ -190,7 +191,7 @@ def _params(marked, taken) -> tuple[dict, list]:
     params, constants = dict(SAMPLER_PARAMS), []
     for name, v in value.items():
         key = ("params", name)
-        if name not in SAMPLER_PARAMS and name not in COMMON_PARAMS:
+        if name not in SAMPLER_PARAMS and name not in COMMON_NAMES:
             constants.append(check_name(marked, key, name, taken))
         params[name] = _number(marked, key, v, f"params.{name}")
     return params, constants

@@ -15,7 +15,7 @@ from sympy import Matrix, zeros
 from samplers.engine.info import StepInfo
 from samplers.engine.recipe import Recipe
 from samplers.engine.symbols import StateSymbols
-from samplers.sampler import SamplerError, SamplerSpec
+from samplers.sampler import EPS, M, Param, SamplerSpec, choice
 
 DIVERGENT = 1000.0   # |H1 - H0| beyond which a trajectory counts as divergent (Stan's threshold)
 
@@ -25,13 +25,7 @@ def _names(prefix: str, d: int) -> list[str]:
 
 
 def hmc_layout(d, params):
-    _check_common(params)
     return {"momentum": _names("r", d)}
-
-
-def _check_common(params):
-    if params["L"] < 1:
-        raise SamplerError(f"L must be a positive number of leapfrog steps, got {params['L']}")
 
 
 def _init_momentum(s, chains, rng):
@@ -177,8 +171,9 @@ def hmc_recipe(s):
 
 
 # -- registry ------------------------------------------------------------------------------------
-COMMON = dict(eps=0.1, L=10, M=1.0, metropolis="on")
-CHOICES = dict(metropolis=("on", "off"))
+L = Param("L", 10, "leapfrog steps per proposal", type=int, lo=1, hi=1000, unit="leapfrog steps")
+METROPOLIS = choice("metropolis", "on", ("on", "off"), "the Metropolis test min{1, exp(H₀ − H₁)} of each proposal")
+HMC_PARAMS = (EPS.at(0.1), L, M, METROPOLIS)
 
 HMC = SamplerSpec(
     name="hmc", title="HMC",
@@ -188,6 +183,6 @@ HMC = SamplerSpec(
     "is one proposal. In the recipe: D = 0, Q = [[0, −I], [I, 0]]. With a noisy gradient oracle the leapfrog "
     "map stays volume preserving and reversible in law, so the test with the exact U keeps it exact. "
     "Each proposal reports its acceptances in its StepInfo; runs keep the acceptance rate.",
-    defaults=dict(COMMON), layout=hmc_layout, recipe=hmc_recipe, fast=hmc_fast, init_aux=_init_momentum,
-    family="hamiltonian", choices=dict(CHOICES), exact=True)
+    params=HMC_PARAMS, layout=hmc_layout, recipe=hmc_recipe, fast=hmc_fast, init_aux=_init_momentum,
+    family="hamiltonian", exact=True)
 

@@ -12,7 +12,7 @@ from samplers.families.common import (
     kick,
     level_metric,
 )
-from samplers.sampler import SamplerSpec
+from samplers.sampler import BHAT, EPS, METRIC_C, METRIC_D, SamplerSpec
 
 
 def sgld_recipe(s):
@@ -34,7 +34,7 @@ SGLD = SamplerSpec(
     name="sgld", title="SGLD", source="recipe paper Eq. (13) (Welling & Teh 2011)",
     doc="Stochastic gradient Langevin dynamics: z = θ, H = U, D = I, Q = 0; at inverse temperature β, "
     "θ ← θ − ε∇Ũ + N(0, ε(2/β − εB̂)).",
-    defaults=dict(eps=0.01, Bhat=0.0), layout=lambda d, p: {}, recipe=sgld_recipe, fast=sgld_fast, blockwise=True)
+    params=(EPS.at(0.01), BHAT), layout=lambda d, p: {}, recipe=sgld_recipe, fast=sgld_fast, blockwise=True)
 
 
 def sgrld_recipe(s):
@@ -58,6 +58,6 @@ SGRLD = SamplerSpec(
     name="sgrld", title="SGRLD", source="recipe paper Eq. (14) (Patterson & Teh 2013; Γ as in Xifara et al. 2014)",
     doc="Stochastic gradient Riemannian Langevin dynamics: D = G(θ)⁻¹ = metric_D·sqrt|U + metric_C|·I, "
     "Γ_i = Σ_j ∂_j G⁻¹_ij. metric_C defaults to 0.5 − min U, so U + C ≥ 0.5.",
-    defaults=dict(eps=0.003, metric_D=1.5, metric_C=None, Bhat=0.0), layout=lambda d, p: {}, recipe=sgrld_recipe,
+    params=(EPS.at(0.003), METRIC_D, METRIC_C, BHAT), layout=lambda d, p: {}, recipe=sgrld_recipe,
     fast=sgrld_fast, blockwise=True)
 

@@ -36,15 +36,14 @@ from samplers.families.curvature import (
     sr1_update,
 )
 from samplers.families.hmc import (
-    CHOICES,
-    COMMON,
+    HMC_PARAMS,
+    METROPOLIS,
     LeapfrogRecipe,
-    _check_common,
     _init_momentum,
     _names,
     proposal,
 )
-from samplers.sampler import SamplerError, SamplerSpec
+from samplers.sampler import Param, SamplerError, SamplerSpec, choice
 
 AUTO_DENSE_MAX_DIM = 200   # dense BFGS up to this dimension (the paper's 100-d example uses BFGS)
 AUTO_MEMORY = 7            # L-BFGS memory above it (the paper's choice for d = 784, §5.2)
@@ -60,20 +59,12 @@ def qn_memory(d: int, params: dict) -> int:
     m = params.get("memory")
     if m is None:
         return 0 if d <= AUTO_DENSE_MAX_DIM else AUTO_MEMORY
-    if m < 0 or m != int(m):
-        raise SamplerError(f"memory must be 0 (dense BFGS) or a positive number of L-BFGS pairs, got {m}")
     return int(m)
 
 
 
 def qn_layout(d, params) -> dict:
     """theta's momentum, then the curvature memory: B's d*d entries, or L-BFGS's m pairs (s, y)."""
-    _check_common(params)
-    if params["B0"] is not None and not params["B0"] > 0:
-        raise SamplerError(f"B0 must be > 0 (the initial B is B0 I) or auto (B = I, rescaled to "
-                           f"(s^T y / y^T y) I by the first BFGS pair), got {params['B0']}")
-    if params.get("adapt") is not None and params["adapt"] < 0:
-        raise SamplerError(f"adapt must be a number of proposals >= 0 (none: adapt forever), got {params['adapt']}")
     m = qn_memory(d, params)
     if m and params.get("update") == "sr1":
         raise SamplerError("update = sr1 needs the dense B (memory = 0); L-BFGS is BFGS only")
@@ -301,13 +292,21 @@ QN_DOC = ("B is refreshed from the L (s, y) pairs of the leapfrog's consecutive 
           f"adapt proposals (default {ADAPT}), after which every chain keeps a fixed C and samples the target exactly; "
           "none = learn for ever (Algorithm 2 as printed), which tracks the local curvature and biases a non-Gaussian "
           "target.")
+QN_PARAMS = (
+    # a whole float, as sample files have always recorded it (memory=3.0: tests/golden)
+    Param("memory", None, "0: a dense B (chains × d × d); m > 0: L-BFGS with the last m pairs", whole=True, lo=0,
+          hi=50, unit="pairs", auto=f"dense up to d = {AUTO_DENSE_MAX_DIM}, else {AUTO_MEMORY} pairs"),
+    Param("B0", None, "the initial B = B0·I", lo=1e-6, hi=1e6,
+          auto="B = I, rescaled to (sᵀy / yᵀy)·I by the first pair"),
+    Param("adapt", ADAPT, "B learns during the first adapt proposals, then every chain keeps it", type=int, lo=0,
+          hi=10 ** 7, unit="proposals", auto="learn for ever (Algorithm 2 as printed)"),
+    choice("update", "auto", QN_UPDATE_CHOICES, "the quasi-Newton update (auto: SR1 for a dense B, BFGS for L-BFGS)"))
 QNHMC = SamplerSpec(
     name="qnhmc", title="QNHMC", source="Fu, Luo & Zhang (2016) Algorithm 2 with the dynamics of Eq. (7) (Theorem 3)",
     doc="Quasi-Newton HMC: θ̇ = C M⁻¹p, ṗ = −C∇U with C = B frozen during a proposal, leapfrog and a "
     "Metropolis test min{1, exp(H₀ − H₁)}. In the recipe: D = 0, Q = [[0, −C], [C, 0]]. " + QN_DOC,
-    defaults=dict(COMMON, memory=None, B0=None, adapt=ADAPT, update="auto"), layout=qn_layout, recipe=qn_recipe,
-    fast=qnhmc_fast, init_aux=_init_qn, family="hamiltonian", choices=dict(CHOICES, update=QN_UPDATE_CHOICES),
-    exact=True)
+    params=(*HMC_PARAMS, *QN_PARAMS), layout=qn_layout, recipe=qn_recipe, fast=qnhmc_fast, init_aux=_init_qn,
+    family="hamiltonian", exact=True)
 
 QNHMC_NAIVE = SamplerSpec(
     name="qnhmc-naive", title="naive QNHMC", source="Fu, Luo & Zhang (2016) Eq. (4) (Theorem 1 / Corollary 1)",
@@ -315,7 +314,6 @@ QNHMC_NAIVE = SamplerSpec(
     "conserve H (dH/dt = pᵀM⁻¹(I − B)∇U), so exp(−H) is not invariant. Runs without the Metropolis test by "
     "default (the dynamics the paper's Corollary 1 is about); metropolis=on repairs it, because the frozen-B "
     "leapfrog map is still volume preserving and reversible, at the price of a lower acceptance. " + QN_DOC,
-    defaults=dict(COMMON, metropolis="off", memory=None, B0=None, adapt=ADAPT, update="auto"), layout=qn_layout,
-    recipe=qn_recipe, fast=qnhmc_naive_fast, init_aux=_init_qn, corrected="qnhmc", family="hamiltonian",
-    choices=dict(CHOICES, update=QN_UPDATE_CHOICES), exact=True)
+    params=(*HMC_PARAMS[:3], METROPOLIS.at("off"), *QN_PARAMS), layout=qn_layout, recipe=qn_recipe,
+    fast=qnhmc_naive_fast, init_aux=_init_qn, corrected="qnhmc", family="hamiltonian", exact=True)
 

@@ -44,7 +44,7 @@ from samplers.engine.info import ONE_GRADIENT
 from samplers.engine.recipe import Recipe
 from samplers.engine.symbols import StateSymbols
 from samplers.families.common import gradient, kick, level_metric, names
-from samplers.sampler import TYPED, SamplerError, SamplerSpec
+from samplers.sampler import BHAT, EPS, INTEGRATOR, METRIC_C, METRIC_D, TYPED, Param, SamplerError, SamplerSpec, choice
 from samplers.targets.expr import ExpressionError, compile_expression, symbols_for
 
 G1_CHOICES = ("level", "rmsprop", "identity")
@@ -117,16 +117,6 @@ def santa_layout(d, params) -> dict:
                            "its half-steps theta <- theta + G1 p h/2 are exact only for a constant G1")
     if typed(params["G1"]):
         _typed_layout(d, params["G1"])
-    if not params["lam"] > 0:
-        raise SamplerError(f"lam must be > 0 (g1 = 1/sqrt(lam + sqrt(v)) stays below lam^-1/2), got {params['lam']}")
-    if not 0 <= params["decay"] < 1:
-        raise SamplerError(f"decay must be in [0, 1) (v <- decay v + (1 - decay) grad^2), got {params['decay']}")
-    if params["adapt"] < 0:
-        raise SamplerError(f"adapt must be a number of steps >= 0, got {params['adapt']}")
-    if not params["anneal_b"] > 0:
-        raise SamplerError(f"anneal_b must be > 0 (the annealing's time scale in steps), got {params['anneal_b']}")
-    if not 0 <= params["anneal_c"] <= 3:
-        raise SamplerError(f"anneal_c must be between 0 and 3 (0: no annealing), got {params['anneal_c']}")
     out = {"momentum": names("p", d), "thermostat": names("xi", d)}
     if params["G1"] == "rmsprop":
         out["curvature"] = names("v", d)
@@ -358,10 +348,19 @@ def _init_santa(s, chains, rng):
     return np.concatenate(out, axis=1)
 
 
-SANTA_PARAMS = dict(eps=0.02, G1="level", G2="G1", lam=0.01, decay=0.99, adapt=200, metric_D=1.5, metric_C=None,
-                    Bhat=0.0, integrator="euler", anneal_b=1000.0, anneal_c=0.0)
-SANTA_CHOICES = dict(G1=G1_CHOICES, G2=G2_CHOICES, integrator=("euler", "splitting"))
-SANTA_TYPED = dict(G1=check_typed_g1)
+SANTA_PARAMS = (
+    EPS.at(0.02),
+    choice("G1", "level", G1_CHOICES, "the preconditioner between θ and p; typed, expr:<g(x)> (1-D) or "
+           "expr:<g(x, y)> (2-D) gives G₁ = g(θ)·I with g > 0, e.g. expr:1/(1+x^2)", typed=check_typed_g1),
+    choice("G2", "G1", G2_CHOICES, "the momentum's diffusion"),
+    Param("lam", 0.01, "rmsprop's floor: g1 = 1/sqrt(lam + sqrt v) stays below lam^−½", lo=0, above=True),
+    Param("decay", 0.99, "rmsprop's memory: v ← decay·v + (1 − decay)·grad²", lo=0, hi=1, below=True),
+    Param("adapt", 200, "rmsprop learns v during the first adapt steps, then freezes it", type=int, lo=0,
+          hi=10 ** 7, unit="steps"),
+    METRIC_D, METRIC_C, BHAT, INTEGRATOR,
+    Param("anneal_b", 1000.0, "the annealing's time scale, β_t = β(1 + t/anneal_b)^anneal_c", lo=0, above=True,
+          hi=1e12, unit="steps"),
+    Param("anneal_c", 0.0, "the annealing's exponent (0: no annealing)", lo=0, hi=3))
 
 SANTA = SamplerSpec(
     name="santa", title="Santa",
@@ -373,9 +372,8 @@ SANTA = SamplerSpec(
     "identity, or typed: expr:<g(x)> (1-D) or expr:<g(x, y)> (2-D), G₁ = g(θ)·I with g > 0, e.g. expr:1/(1+x^2); "
     "G2: G1 or identity. integrator: euler or splitting (ABOBA; G1 not level). Annealing: "
     "β_t = β(1 + t/anneal_b)^anneal_c, off with anneal_c = 0.",
-    defaults=dict(SANTA_PARAMS), layout=santa_layout, recipe=santa_recipe, fast=santa_fast,
-    fast_only=dict(integrator="splitting"), init_aux=_init_santa, family="thermostat", choices=SANTA_CHOICES,
-    typed=SANTA_TYPED)
+    params=SANTA_PARAMS, layout=santa_layout, recipe=santa_recipe, fast=santa_fast,
+    fast_only=dict(integrator="splitting"), init_aux=_init_santa, family="thermostat")
 
 SANTA_NAIVE = SamplerSpec(
     name="santa-naive", title="naive Santa",
@@ -383,6 +381,5 @@ SANTA_NAIVE = SamplerSpec(
     doc="Santa without the terms from the θ-dependence of G1 and G2: Γ_p = ∇·G₁ (divided by β) and "
     "G₁(ξ − G₂)∇G₂. With G1 = level (the default) or a typed θ-dependent G1 it leaves the target; with identity or "
     "rmsprop it is Santa.",
-    defaults=dict(SANTA_PARAMS), layout=santa_layout, recipe=santa_recipe, fast=santa_fast,
-    fast_only=dict(integrator="splitting"), init_aux=_init_santa, corrected="santa", family="thermostat",
-    choices=SANTA_CHOICES, typed=SANTA_TYPED)
+    params=SANTA_PARAMS, layout=santa_layout, recipe=santa_recipe, fast=santa_fast,
+    fast_only=dict(integrator="splitting"), init_aux=_init_santa, corrected="santa", family="thermostat")

@@ -17,7 +17,7 @@ from samplers.families.common import (
     names,
     noise_level,
 )
-from samplers.sampler import SamplerSpec
+from samplers.sampler import BHAT, EPS, INTEGRATOR, RESAMPLE, C, M, SamplerSpec
 
 
 # -- SGHMC and its naive form ------------------------------------------------------
@@ -77,19 +77,20 @@ def _sghmc_splitting(s, theta, r, rng, eps, C, friction, M, beta):
 SGHMC_DOC = ("Stochastic gradient HMC: z = (θ, r), H = U + rᵀr/2M, D = diag(0, C·I), Q = [[0, −I], [I, 0]]; "
              "noise N(0, ε(2C/β − εB̂)) at inverse temperature β, r ~ N(0, M/β). "
              "integrator: euler (momentum first) or splitting (ABOBA).")
+# auto: 1 for SGHMC; for naive SGHMC the gradient noise's own, so that it injects nothing (_sghmc_C)
+SGHMC_C = C.at(1.0, auto="1; in naive SGHMC the gradient noise's own, βεV/2")
 SGHMC = SamplerSpec(
     name="sghmc", title="SGHMC", source="recipe paper Eq. (12) (Chen, Fox & Guestrin 2014)", doc=SGHMC_DOC,
-    defaults=dict(eps=0.05, C=1.0, M=1.0, Bhat=0.0, resample_every=0, integrator="euler"), layout=momentum_layout,
+    params=(EPS.at(0.05), SGHMC_C.at(1.0), M, BHAT, RESAMPLE, INTEGRATOR), layout=momentum_layout,
     recipe=sghmc_recipe, fast=sghmc_fast, fast_only=dict(integrator="splitting"), init_aux=init_momentum,
-    blockwise=True, family="hamiltonian", choices=dict(integrator=("euler", "splitting")))
+    blockwise=True, family="hamiltonian")
 
 SGHMC_NAIVE = SamplerSpec(
     name="sghmc-naive", title="naive SGHMC", source="recipe paper Eq. (11) (Chen, Fox & Guestrin 2014, Eq. 4)",
     doc="HMC with ∇U replaced by a noisy ∇Ũ and nothing else: the SGHMC recipe with the friction D∇H dropped. "
     "Its only diffusion is the gradient noise's, D = diag(0, εV/2) (C defaults to that, and Bhat to V, "
     "so nothing is injected). Momentum resampled every resample_every steps (Chen et al. use 50).",
-    defaults=dict(eps=0.1, C=None, M=1.0, Bhat=None, resample_every=50, integrator="euler"),
+    params=(EPS.at(0.1), SGHMC_C.at(None), M, BHAT.at(None), RESAMPLE.at(50), INTEGRATOR),
     layout=momentum_layout, recipe=sghmc_recipe, fast=sghmc_fast, fast_only=dict(integrator="splitting"),
-    init_aux=init_momentum, blockwise=True, corrected="sghmc", family="hamiltonian",
-    choices=dict(integrator=("euler", "splitting")))
+    init_aux=init_momentum, blockwise=True, corrected="sghmc", family="hamiltonian")
 

@@ -17,7 +17,7 @@ from samplers.families.common import (
     momentum_layout,
     names,
 )
-from samplers.sampler import SamplerSpec
+from samplers.sampler import BHAT, EPS, METRIC_C, METRIC_D, RESAMPLE, SamplerSpec
 
 
 # -- SGRHMC, corrected and naive -----------------------------------------------------
@@ -47,18 +47,18 @@ def sgrhmc_fast(s, z, rng, t):
     return np.concatenate([theta + eps * half * r_new, r_new], axis=1), ONE_GRADIENT
 
 
-SGRHMC_PARAMS = dict(eps=0.02, metric_D=1.5, metric_C=None, Bhat=0.0, resample_every=0)
+SGRHMC_PARAMS = (EPS.at(0.02), METRIC_D, METRIC_C, BHAT, RESAMPLE)
 SGRHMC = SamplerSpec(
     name="sgrhmc", title="gSGRHMC", source="recipe paper Eq. (17) / Algorithm 1 (with Algorithm 1's signs: errata E1)",
     doc="Generalised stochastic gradient Riemann HMC: D = diag(0, G⁻¹), Q = [[0, −G^{-1/2}], [G^{-1/2}, 0]] with "
     "G⁻¹ = metric_D·sqrt|U + metric_C| (Supplement F.1); Γ_r = ∇_θ G^{-1/2}. metric_C defaults to 0.5 − min U "
     "(the paper's 0.5 for U ≥ 0; for the double well the paper's C = 0.5 makes G singular near the modes).",
-    defaults=dict(SGRHMC_PARAMS), layout=momentum_layout, recipe=sgrhmc_recipe, fast=sgrhmc_fast,
+    params=SGRHMC_PARAMS, layout=momentum_layout, recipe=sgrhmc_recipe, fast=sgrhmc_fast,
     init_aux=init_momentum, blockwise=True, family="hamiltonian")
 
 SGRHMC_NAIVE = SamplerSpec(
     name="sgrhmc-naive", title="naive SGRHMC", source="recipe paper Eq. (16)",
     doc="SGRHMC without the correction Γ_r = ∇_θ G^{-1/2}: preconditioned HMC plus state-dependent friction, "
     "which leaves the target.",
-    defaults=dict(SGRHMC_PARAMS), layout=momentum_layout, recipe=sgrhmc_recipe, fast=sgrhmc_fast,
+    params=SGRHMC_PARAMS, layout=momentum_layout, recipe=sgrhmc_recipe, fast=sgrhmc_fast,
     init_aux=init_momentum, blockwise=True, corrected="sgrhmc", family="hamiltonian")

@@ -66,7 +66,7 @@ from samplers.engine.recipe import Recipe
 from samplers.engine.symbols import StateSymbols
 from samplers.families.common import gradient, hamiltonian_blocks, init_momentum, kick, momentum_layout, names
 from samplers.gradients import Minibatch
-from samplers.sampler import SamplerError, SamplerSpec
+from samplers.sampler import BHAT, EPS, INTEGRATOR, C, Param, SamplerError, SamplerSpec
 from samplers.targets.simplex import SimplexPotential
 
 
@@ -142,14 +142,6 @@ def sgrld_simplex_fast(s, z, rng, t):
     return np.abs(theta + 0.5 * eps * drift + noise), ONE_GRADIENT
 
 
-def _positive(name):
-    def aux(d, params):
-        if not params[name] > 0:
-            raise SamplerError(f"{name} must be > 0, got {params[name]}")
-        return {}
-    return aux
-
-
 def cir_recipe(potential: SimplexPotential) -> Recipe:
     """The continuous dynamics both samplers follow, as a recipe: H = U, D = diag(|theta|), Q = 0.
 
@@ -175,7 +167,8 @@ SCIR = SamplerSpec(
     "minibatch each step (--batch n; full data without). Stationary law Gamma(a, 1) per coordinate, and "
     "ω = θ/Σθ ~ Dir(a): no discretisation error, no boundary bias. Runs keep ω on simplex targets. "
     "Targets: gamma:a, dirichlet:c1,...,cd, sparse-dirichlet, dense-dirichlet.",
-    defaults=dict(h=0.1), layout=_positive("h"), fast=scir_fast, init_aux=_check_target, family="simplex",
+    params=(Param("h", 0.1, "the time step of the exact CIR transition", lo=0, above=True, hi=100),),
+    layout=lambda d, p: {}, fast=scir_fast, init_aux=_check_target, family="simplex",
     exact=True)
 
 SGRLD_SIMPLEX = SamplerSpec(
@@ -185,7 +178,7 @@ SGRLD_SIMPLEX = SamplerSpec(
     "θ ← |θ + (ε/2)(α − θ + (N/n)Σ_{i∈S}(z_i − ω)) + sqrt(εθ)·ξ|, ω = θ/Σθ, ξ ~ N(0, I): an Euler-Maruyama "
     "step (of size ε/2) of the diffusion SCIR simulates exactly, reflected at 0. Its discretisation error "
     "biases small ω_j upwards (Proposition 1.1, Fig. 1). On gamma:a the drift is a − θ.",
-    defaults=dict(eps=1e-3), layout=_positive("eps"), fast=sgrld_simplex_fast, init_aux=_check_target,
+    params=(EPS.at(1e-3),), layout=lambda d, p: {}, fast=sgrld_simplex_fast, init_aux=_check_target,
     family="simplex")
 
 
@@ -421,7 +414,7 @@ SGLD_SIMPLEX = SamplerSpec(
     "on sparse-dirichlet it fails at every ε tried (10⁻³ to 0.02: the largest KS of an ω marginal 0.997 to 1.0, "
     "SCIR's 0.22 the same way; docs/notes/simplex-samplers.md); on dense-dirichlet it is near SCIR (0.10 to 0.18). "
     "Not a working sampler for sparse simplex targets. " + _TARGETS,
-    defaults=dict(eps=0.01, Bhat=0.0), layout=lambda d, p: {}, recipe=sgld_simplex_recipe, fast=sgld_simplex_fast,
+    params=(EPS.at(0.01), BHAT), layout=lambda d, p: {}, recipe=sgld_simplex_recipe, fast=sgld_simplex_fast,
     init_aux=_check_target, family="simplex")
 
 SGHMC_SIMPLEX = SamplerSpec(
@@ -430,7 +423,7 @@ SGHMC_SIMPLEX = SamplerSpec(
     "r ← r − ε∇Ũ − εCr + N(0, ε(2C − εB̂)), θ ← θ + εr. As SGLD here, it fails on sparse-dirichlet at every ε "
     "tried (10⁻³ to 0.02: the largest KS of an ω marginal 0.996 to 1.0) and is near SCIR on dense-dirichlet "
     "(0.08 to 0.21; docs/notes/simplex-samplers.md): not a working sampler for sparse simplex targets. " + _TARGETS,
-    defaults=dict(eps=0.02, C=1.0, Bhat=0.0), layout=momentum_layout, recipe=sghmc_simplex_recipe,
+    params=(EPS.at(0.02), C, BHAT), layout=momentum_layout, recipe=sghmc_simplex_recipe,
     fast=sghmc_simplex_fast, init_aux=_check_target_momentum, family="simplex")
 
 SGRHMC_SIMPLEX_DOC = (
@@ -446,9 +439,9 @@ SGRHMC_SIMPLEX = SamplerSpec(
     name="sgrhmc-simplex", title="gSGRHMC (simplex)",
     source="recipe paper §4.2, Supplement F.2, Algorithm 1 with G(θ) = diag(θ)⁻¹ (errata E1)",
     doc=_EXPANDED + SGRHMC_SIMPLEX_DOC + _TARGETS,
-    defaults=dict(eps=0.1, Bhat=0.0, integrator="splitting"), layout=_sgrhmc_simplex_layout,
+    params=(EPS.at(0.1), BHAT, INTEGRATOR.at("splitting")), layout=_sgrhmc_simplex_layout,
     recipe=sgrhmc_simplex_recipe, fast=sgrhmc_simplex_fast, fast_only=dict(integrator="splitting"),
-    init_aux=_check_target_momentum, family="simplex", choices=dict(integrator=("euler", "splitting")))
+    init_aux=_check_target_momentum, family="simplex")
 
 SGRHMC_SIMPLEX_NAIVE = SamplerSpec(
     name="sgrhmc-simplex-naive", title="naive SGRHMC (simplex)",
@@ -456,7 +449,6 @@ SGRHMC_SIMPLEX_NAIVE = SamplerSpec(
     doc=_EXPANDED + "gSGRHMC without Γ_r = 1/(2√θ): the θ-law becomes Gamma(a − ½) where that exists; for "
     "a ≤ ½ (sparse components) there is none and the chains collapse towards 0. integrator: splitting "
     "(gSGRHMC's, with the same term dropped: c = 2 − 2â in the flow of r²/2 + c log φ) or euler. " + _TARGETS,
-    defaults=dict(eps=0.1, Bhat=0.0, integrator="splitting"), layout=_sgrhmc_simplex_layout,
+    params=(EPS.at(0.1), BHAT, INTEGRATOR.at("splitting")), layout=_sgrhmc_simplex_layout,
     recipe=sgrhmc_simplex_recipe, fast=sgrhmc_simplex_fast, fast_only=dict(integrator="splitting"),
-    init_aux=_check_target_momentum, corrected="sgrhmc-simplex", family="simplex",
-    choices=dict(integrator=("euler", "splitting")))
+    init_aux=_check_target_momentum, corrected="sgrhmc-simplex", family="simplex")

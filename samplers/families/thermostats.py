@@ -14,7 +14,7 @@ from samplers.families.common import (
     kick,
     names,
 )
-from samplers.sampler import SamplerSpec
+from samplers.sampler import BHAT, EPS, INTEGRATOR, A, SamplerSpec
 
 
 # -- thermostats ---------------------------------------------------------------------
@@ -93,7 +93,7 @@ SGNHT = SamplerSpec(
     source="recipe paper Eq. (15) (Ding et al. 2014), H with (d/2)(ξ − A)² (errata E2)",
     doc="Stochastic gradient Nosé–Hoover thermostat: z = (θ, r, ξ), one scalar ξ that drives rᵀr/d to 1. "
     "D = diag(0, A·I, 0), Q couples r and ξ through r/d; Γ_ξ = −1.",
-    defaults=dict(eps=0.02, A=1.0, Bhat=0.0), layout=lambda d, p: {"momentum": names("r", d), "thermostat": ["xi"]},
+    params=(EPS.at(0.02), A, BHAT), layout=lambda d, p: {"momentum": names("r", d), "thermostat": ["xi"]},
     recipe=lambda s: _thermostat_recipe(s, False), fast=lambda s, z, rng, t: _thermostat_fast(s, z, rng, False, t),
     init_aux=_init_thermostat, blockwise=True, family="thermostat")
 
@@ -101,9 +101,8 @@ MSGNHT = SamplerSpec(
     name="msgnht", title="mSGNHT", source="Oono (2016) lecture notes, mSGNHT (Ding et al. 2014; Gan et al. 2015)",
     doc="Multivariate SGNHT: one thermostat ξ_i per coordinate, ξ̇_i = r_i² − 1; H with Σ(ξ_i − A)²/2. "
     "integrator: euler or splitting (ABOBA, Oono 2016; errata E5).",
-    defaults=dict(eps=0.02, A=1.0, Bhat=0.0, integrator="euler"),
+    params=(EPS.at(0.02), A, BHAT, INTEGRATOR),
     layout=lambda d, p: {"momentum": names("r", d), "thermostat": names("xi", d)},
     recipe=lambda s: _thermostat_recipe(s, True), fast=lambda s, z, rng, t: _thermostat_fast(s, z, rng, True, t),
-    fast_only=dict(integrator="splitting"), init_aux=_init_thermostat, blockwise=True, family="thermostat",
-    choices=dict(integrator=("euler", "splitting")))
+    fast_only=dict(integrator="splitting"), init_aux=_init_thermostat, blockwise=True, family="thermostat")
 
