@@ -11,18 +11,23 @@ from samplers.run import Ensemble
 from .common import CheckResult, result, short
 
 
-def fokker_planck_residual(quick: bool = False) -> CheckResult:
-    """Langevin (z = theta) and SGHMC (z = (theta, r)) leave exp(-H) invariant: the Fokker-Planck
-    right-hand side, evaluated at p = exp(-H), vanishes up to round-off (samplers.stationarity)."""
+def fokker_planck_residual(quick: bool = False, drop: tuple = ()) -> CheckResult:
+    """Langevin (z = theta), SGHMC (z = (theta, r)) and gSGRHMC, whose D(theta) and Q(theta) both depend on the
+    state, leave exp(-H) invariant: the Fokker-Planck right-hand side, evaluated at p = exp(-H), vanishes up to
+    round-off (samplers.stationarity). With constant D and Q, Gamma is zero and a wrong Gamma would go
+    unseen; gSGRHMC is the case that tests it. `drop` removes terms from every recipe (a mutation: with
+    "gamma" dropped, gSGRHMC's residual is not zero)."""
     n_grid = 101 if quick else 201
     out = {}
-    for name in ("sgld", "sghmc"):
+    for name in ("sgld", "sghmc", "sgrhmc"):
         s = build_sampler(name, "double-well")
-        out[name] = stationarity_residual(s.recipe, s.potential, n_grid=n_grid).relative
+        recipe = s.recipe.with_drop(set(drop)) if drop else s.recipe
+        out[name] = stationarity_residual(recipe, s.potential, n_grid=n_grid).relative
     value, tol = max(out.values()), 1e-6
     return result(value, tol, value < tol,
                   f"relative Fokker–Planck residual at exp(−H) on the double well: Langevin {short(out['sgld'])}, "
-                  f"SGHMC (θ, r) {short(out['sghmc'])} (tolerance {short(tol)})")
+                  f"SGHMC (θ, r) {short(out['sghmc'])}, gSGRHMC with D(θ) and Q(θ) {short(out['sgrhmc'])} "
+                  f"(tolerance {short(tol)})")
 
 
 def ensemble_kl(quick: bool = False) -> CheckResult:
