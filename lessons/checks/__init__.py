@@ -59,6 +59,7 @@ CHECKS = {
     # 10 Quasi-Newton HMC
     "qnhmc_flow": qnhmc.qnhmc_flow,
     "qnhmc_ess": qnhmc.qnhmc_ess,
+    "qnhmc_lbfgs": qnhmc.qnhmc_lbfgs,
     # 11 SCIR
     "scir_moments": scir.scir_moments,
     "scir_sparse_quantiles": scir.scir_sparse_quantiles,
