@@ -62,6 +62,7 @@ CHECKS = {
     "qnhmc_lbfgs": qnhmc.qnhmc_lbfgs,
     # 11 SCIR
     "scir_moments": scir.scir_moments,
+    "scir_mgf": scir.scir_mgf,
     "scir_sparse_quantiles": scir.scir_sparse_quantiles,
     "sgrld_boundary_bias": scir.sgrld_boundary_bias,
     "sgrhmc_simplex_boundary": scir.sgrhmc_simplex_boundary,
