@@ -160,7 +160,9 @@ MUTATIONS = {
         "ensemble_kl": _hot_noise,
     },
     "02-recipe": {"recipe_residual": _gamma_forgotten_in_the_edited_recipe},
-    "03-completeness": {"completeness_q": _printed_sign_of_the_current_integral},
+    "03-completeness": {"completeness_q": _printed_sign_of_the_current_integral,
+                        # the Fourier multiplier without its i: derivatives taken as multiplications by k
+                        "completeness_q_real": lambda mp: {"unit": 1.0}},
     "04-stochastic-gradients": {"sgld_noise_bias": _no_bhat, "minibatch_kl": _one_fixed_batch},
     "05-sghmc": {"sghmc_friction": _hot_noise, "sghmc_friction_limit": _friction_doubled},
     "06-sgrld": {"sgrld_gamma": _hot_noise},

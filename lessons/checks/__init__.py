@@ -40,6 +40,7 @@ CHECKS = {
     "recipe_residual": recipe.recipe_residual,
     # 03 Completeness
     "completeness_q": completeness.completeness_q,
+    "completeness_q_real": completeness.completeness_q_real,
     # 04 Stochastic gradients
     "sgld_noise_bias": stochastic_gradients.sgld_noise_bias,
     "minibatch_kl": stochastic_gradients.minibatch_kl,
