@@ -87,6 +87,12 @@ def _friction_doubled(mp):
     return {}
 
 
+def _no_friction(mp):
+    """SGHMC without friction and so without noise: a pure Hamiltonian flow."""
+    mp.setattr(sghmc_family, "_sghmc_C", lambda s: 0.0)
+    return {}
+
+
 def _printed_thermostat_energy(mp):
     """SGNHT's recipe built with the printed thermostat energy (xi - A)^2 / (2d) (errata E2)."""
     import sympy
@@ -158,6 +164,7 @@ MUTATIONS = {
     "01-dynamics-to-distributions": {
         "fokker_planck_residual": lambda mp: {"drop": ("gamma",)},
         "ensemble_kl": _hot_noise,
+        "ergodic_time_average": _no_friction,
     },
     "02-recipe": {"recipe_residual": _gamma_forgotten_in_the_edited_recipe},
     "03-completeness": {"completeness_q": _printed_sign_of_the_current_integral,

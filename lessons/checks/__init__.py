@@ -36,6 +36,7 @@ CHECKS = {
     # 01 From dynamics to distributions
     "fokker_planck_residual": dynamics.fokker_planck_residual,
     "ensemble_kl": dynamics.ensemble_kl,
+    "ergodic_time_average": dynamics.ergodic_time_average,
     # 02 The recipe
     "recipe_residual": recipe.recipe_residual,
     # 03 Completeness

@@ -57,3 +57,32 @@ def ensemble_kl(quick: bool = False) -> CheckResult:
     return result(kl, tol, kl < tol and kl0 > 10 * tol,
                   f"KL(histogram ‖ e^(−U)) = {short(kl0)} at t = 0, {short(kl1)} at t = 1, {short(kl, 2)} "
                   f"for t ∈ (10, 14] (Monte Carlo floor {short(floor)}, tolerance {short(tol)})")
+
+
+def ergodic_time_average(quick: bool = False) -> CheckResult:
+    """Ergodicity, the property that lets one long chain stand in for the ensemble: 100 SGHMC chains (C = 1, eps =
+    0.1, exact gradients) on U = theta^2/2, started at rest at theta_0 from -3 to 3 (energies from 0 to 4.5). Each
+    chain's own time average of theta^2 over 300 time units must equal the ensemble value Var theta of the Euler
+    scheme, (4 - 2 C eps) / (4 - 2 C eps - eps^2) (lesson 9), within five of its own batch-means standard errors,
+    whatever its start. Without friction and noise (C = 0) the flow keeps each chain's energy and its average
+    stays where its start put it."""
+    chains, eps, C = 100, 0.1, 1.0
+    steps, burn, batches = (3000, 100, 20) if quick else (12000, 100, 40)
+    s = build_sampler("sghmc", "gaussian", eps=eps, C=C)
+    ens = Ensemble(s, chains, seed=23)
+    ens.z[:, 0] = np.linspace(-3.0, 3.0, chains)
+    ens.z[:, 1] = 0.0
+    ens.advance(burn)
+    x = np.empty((steps, chains))
+    for k in range(steps):
+        x[k] = ens.advance(1)[:, 0] ** 2
+    means = x.mean(axis=0)
+    batch = x[: steps // batches * batches].reshape(batches, -1, chains).mean(axis=1)
+    se = batch.std(axis=0, ddof=1) / np.sqrt(batches)
+    exact = (4 - 2 * C * eps) / (4 - 2 * C * eps - eps ** 2)
+    z = np.abs(means - exact) / se
+    worst, tol = float(z.max()), 5.0
+    return result(worst, tol, worst < tol,
+                  f"time averages of θ² over {steps * eps:g} time units, one per chain, started at rest at θ₀ from −3 "
+                  f"to 3: from {means.min():.3f} to {means.max():.3f}, ensemble value {exact:.4f}; the farthest is "
+                  f"{worst:.1f} of its own standard errors away (tolerance {tol:g})")
