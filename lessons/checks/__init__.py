@@ -58,6 +58,7 @@ CHECKS = {
     # 09 Integrators
     "integrator_order": integrators.integrator_order,
     "integrator_simulation": integrators.integrator_simulation,
+    "msgnht_splitting": integrators.msgnht_splitting,
     # 10 Quasi-Newton HMC
     "qnhmc_flow": qnhmc.qnhmc_flow,
     "qnhmc_ess": qnhmc.qnhmc_ess,

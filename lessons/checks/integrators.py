@@ -83,3 +83,29 @@ def integrator_simulation(quick: bool = False) -> CheckResult:
     tol = 4.0
     return result(worst, tol, worst < tol,
                   "E[r²] at ε = 0.2: " + "; ".join(parts) + f" ({worst:.1f} s.e. at most, tolerance {tol:g})")
+
+
+def _theta2_bias(integrator: str, eps: float, chains: int) -> tuple[float, float]:
+    s = build_sampler("msgnht", "gaussian", eps=eps, A=1.0, integrator=integrator)
+    res = run(s, int(round(60 / eps)), chains, burn=int(round(20 / eps)), thin=5, seed=4)
+    m, se = chain_mean_se(res.theta[:, :, 0] ** 2)
+    return m - 1.0, se
+
+
+def msgnht_splitting(quick: bool = False) -> CheckResult:
+    """The same order argument for mSGNHT, whose friction is its thermostat xi (the notes' splitting, corrected:
+    errata E5): exact gradients on the standard normal, A = 1, E[theta^2] - 1 by simulation. Euler's bias must be of
+    first order (it halves when eps halves: the ratio 2 within four standard errors), and the splitting's at
+    eps = 0.2, even at four standard errors above its estimate, must be under half of Euler's there."""
+    chains = 2000 if quick else 8000
+    (b2, se2), (b1, se1) = _theta2_bias("euler", 0.2, chains), _theta2_bias("euler", 0.1, chains)
+    bs, ses = _theta2_bias("splitting", 0.2, chains)
+    ratio = b2 / b1
+    se_ratio = abs(ratio) * math.hypot(se2 / b2, se1 / b1)
+    first_order = abs(ratio - 2) < 4 * se_ratio
+    bound = abs(bs) + 4 * ses
+    ok = first_order and bound < abs(b2) / 2
+    return result(bound, abs(b2) / 2, ok,
+                  f"E[θ²] − 1: Euler {b2:+.3f} ± {se2:.3f} at ε = 0.2, {b1:+.3f} ± {se1:.3f} at ε = 0.1 (ratio "
+                  f"{ratio:.2f} ± {se_ratio:.2f}, first order: 2); splitting {bs:+.3f} ± {ses:.3f} at ε = 0.2 (with "
+                  f"4 s.e. {bound:.3f}, must stay under half of Euler's, {abs(b2) / 2:.3f})")
