@@ -131,6 +131,6 @@ def qnhmc_lbfgs(quick: bool = False, d: int = 50, m: int = 7) -> CheckResult:
     cost = lambda dd, mm: (4 * mm * dd + dd, dd * dd, 2 * mm * dd)   # noqa: E731
     lb_mul, dense_mul, memory = cost(784, 7)
     return result(value, tol, value < tol,
-                  f"d = {d}, m = {m}: L-BFGS's two-loop C v against m dense BFGS updates, relative gap {short(gap)}; "
-                  f"secant C y = s off by {short(secant)} (tolerance {short(tol)}). Per product at d = 784, m = 7: "
+                  f"d = {d}, m = {m}: L-BFGS's two-loop 𝒞v against m dense BFGS updates, relative gap {short(gap)}; "
+                  f"secant 𝒞y = s off by {short(secant)} (tolerance {short(tol)}). Per product at d = 784, m = 7: "
                   f"{lb_mul:,} multiplications against {dense_mul:,}; memory {memory:,} numbers against {dense_mul:,}")
