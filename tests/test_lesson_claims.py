@@ -221,3 +221,18 @@ def test_sghmc_splitting_kick_scales_with_the_step():
     assert np.abs(np.linalg.eigvals(Fp)).max() > 1 or \
         np.abs(stationary(Fp, half @ relax @ np.array([[0.0], [math.sqrt(0.2)]])) - np.eye(2)).max() > 0.5
     assert np.abs(stationary(*derived_maps("splitting", 0.1)) - np.eye(2)).max() < 0.01
+
+
+def test_lesson07_demo_shift_shows_in_the_ensemble_mean():
+    """Lesson 7's demo (banana, V = 25, eps = 0.02, A = 1): the mean of xi over the chains sits at A + eps V / 2 =
+    1.25 (its discretisation part measured at V = 0 and taken off), one chain's xi scatters by 1/sqrt(d) = 0.71,
+    and SGHMC with C = 1 runs at a kinetic temperature near 1 + eps V / 2 = 1.25."""
+    kw = dict(burn=3000, thin=2, seed=2, keep_aux=True)
+    noisy = run(build_sampler("sgnht", "banana", V=25.0, eps=0.02, A=1.0), 1500, 500, **kw)
+    quiet = run(build_sampler("sgnht", "banana", eps=0.02, A=1.0), 1500, 500, **kw)
+    (xi, se), (xi0, se0) = chain_mean_se(noisy.aux[:, :, 2]), chain_mean_se(quiet.aux[:, :, 2])
+    assert abs(xi - xi0 - 0.25) < 4 * math.hypot(se, se0)
+    assert noisy.aux[:, :, 2].std() == pytest.approx(1 / math.sqrt(2), rel=0.05)
+    hot = run(build_sampler("sghmc", "banana", V=25.0, eps=0.02, C=1.0), 1500, 500, **kw)
+    T, se_T = chain_mean_se((hot.aux ** 2).mean(axis=2))
+    assert abs(T - 1.25) < 0.02 + 4 * se_T      # 0.02: the Euler scheme's own share at eps = 0.02
