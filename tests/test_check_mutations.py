@@ -200,6 +200,7 @@ MUTATIONS = {
                  "qnhmc_lbfgs": _lbfgs_forgets_its_pairs},
     "11-scir": {"scir_moments": _cir_at_a_wrong_shape, "scir_mgf": _cir_at_a_wrong_shape,
                 "scir_sparse_quantiles": _scir_replaced_by_reflected_euler,
+                "scir_ks_batch": _scir_replaced_by_reflected_euler,
                 "sgrld_boundary_bias": _cir_at_a_wrong_shape,
                 "sgrhmc_simplex_boundary": _gsgrhmc_replaced_by_its_naive_form},
     "12-temperature-santa": {"santa_annealing": _santa_not_annealed},

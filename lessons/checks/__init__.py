@@ -67,6 +67,7 @@ CHECKS = {
     "scir_moments": scir.scir_moments,
     "scir_mgf": scir.scir_mgf,
     "scir_sparse_quantiles": scir.scir_sparse_quantiles,
+    "scir_ks_batch": scir.scir_ks_batch,
     "sgrld_boundary_bias": scir.sgrld_boundary_bias,
     "sgrhmc_simplex_boundary": scir.sgrhmc_simplex_boundary,
     # 12 Temperature, annealing and Santa
