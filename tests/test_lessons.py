@@ -132,9 +132,10 @@ def test_demo_runs_with_the_library(path):
 @pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
 def test_links_resolve_and_chain_the_pages(path):
     _, body = parse(path)
-    targets = [t for t in LINK.findall(body) if not re.match(r"[a-z]+:", t)]
+    targets = [t for t in LINK.findall(body) if not re.match(r"[a-z]+:", t) and not t.startswith("?")]
     for t in targets:
         assert (LESSONS / t.split("#")[0]).is_file(), f"{path.name}: link to missing '{t}'"
+    assert "glossary.md" in targets, f"{path.name}: no link to the glossary"
     i = PAGES.index(path)
     if i + 1 < len(PAGES):
         assert PAGES[i + 1].name in targets, f"{path.name}: no link to the next page {PAGES[i + 1].name}"
@@ -189,3 +190,26 @@ def test_every_check_is_shown_on_some_page():
     for p in PAGES:
         shown |= set(parse(p)[0]["checks"])
     assert shown == set(checks.CHECKS), f"checks no page shows: {set(checks.CHECKS) - shown}"
+
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
+def test_links_into_the_app_name_a_tab_and_a_model_that_exist(path):
+    """`?tab=models&model=pmf` opens the app's Models page on a live model: the model must be registered."""
+    from urllib.parse import parse_qs
+
+    from samplers.targets.live import LIVE_MODELS
+    _, body = parse(path)
+    for link in (t for t in LINK.findall(body) if t.startswith("?")):
+        query = {k: v[0] for k, v in parse_qs(link[1:]).items()}
+        assert query.get("tab") in ("lab", "lessons", "figures", "models"), f"{path.name}: {link}"
+        if query["tab"] == "models":
+            assert query.get("model") in LIVE_MODELS, f"{path.name}: no live model in {link}"
+
+
+def test_the_glossary_is_a_page_of_the_app_and_links_to_it_open_it():
+    from app.model.content import GLOSSARY_SLUG, glossary_page
+    from app.views.lessons import _markdown
+    page = glossary_page()
+    assert page is not None and page.slug == GLOSSARY_SLUG and page.checks == [] and "| $V$ |" in page.body
+    text = _markdown("[glossary](glossary.md), [the same](../lessons/glossary.md#v)").object
+    assert text == "[glossary](?tab=lessons&lesson=glossary), [the same](?tab=lessons&lesson=glossary)"

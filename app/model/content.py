@@ -1,5 +1,5 @@
-"""Files behind the Lessons and Paper figures sections: lessons/*.md with front matter, docs/errata.md
-(shown after the lessons), assets/*."""
+"""Files behind the Lessons and Paper figures sections: lessons/*.md with front matter, the glossary
+lessons/glossary.md and docs/errata.md (shown after the lessons), assets/*."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,6 +10,8 @@ ROOT = Path(__file__).resolve().parents[2]
 LESSONS_DIR = ROOT / "lessons"
 ERRATA = ROOT / "docs" / "errata.md"
 ERRATA_SLUG = "errata"     # its key in the Lessons section (?tab=lessons&lesson=errata)
+GLOSSARY = LESSONS_DIR / "glossary.md"
+GLOSSARY_SLUG = "glossary"
 ASSETS_DIR = ROOT / "assets"
 IMAGE_EXT = {".png", ".jpg", ".jpeg", ".gif", ".svg"}
 TABLE_EXT = {".csv", ".md"}
@@ -47,14 +49,20 @@ def errata_page(path: Path = ERRATA) -> Lesson | None:
     return _parsed(("errata", str(path)), _stamp([Path(path)]), lambda: _errata(Path(path)))
 
 
-def _errata(path: Path) -> Lesson | None:
+def glossary_page(path: Path = GLOSSARY) -> Lesson | None:
+    """lessons/glossary.md (the symbols the lessons share; each lesson links to it) as a page like the errata."""
+    return _parsed(("glossary", str(path)), _stamp([Path(path)]), lambda: _errata(
+        Path(path), GLOSSARY_SLUG, 999, "The symbols the lessons share, one meaning each."))
+
+
+def _errata(path: Path, slug: str = ERRATA_SLUG, order: int = 1000,
+            summary: str = "Errors in the sources, their corrections and the tests that prove them.") -> Lesson | None:
     try:
         body = path.read_text(encoding="utf-8")
     except OSError:
         return None
-    title = next((line[2:].strip() for line in body.splitlines() if line.startswith("# ")), "Errata")
-    return Lesson(ERRATA_SLUG, Path(path), title, 1000, "Errors in the sources, their corrections and the tests "
-                  "that prove them.", "", [], body)
+    title = next((line[2:].strip() for line in body.splitlines() if line.startswith("# ")), slug.title())
+    return Lesson(slug, Path(path), title, order, summary, "", [], body)
 
 
 def list_assets(folder: Path = ASSETS_DIR) -> tuple[list[Path], list[Path]]:

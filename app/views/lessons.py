@@ -10,7 +10,7 @@ from panel.viewable import Viewer
 
 from lessons import run_check
 
-from ..model.content import ERRATA_SLUG, errata_page, list_lessons
+from ..model.content import ERRATA_SLUG, GLOSSARY_SLUG, errata_page, glossary_page, list_lessons
 from ..model.presets import demo_query
 from .ladder import LadderView
 from .lesson_demo import LessonDemo
@@ -37,8 +37,7 @@ class LessonsView(Viewer):
 
     def __init__(self, selected: str = "", **params):
         super().__init__(**params)
-        errata = errata_page()
-        self.lessons = list_lessons() + ([errata] if errata is not None else [])
+        self.lessons = list_lessons() + [page for page in (glossary_page(), errata_page()) if page is not None]
         self.demo: LessonDemo | None = None
         self.ladder: LadderView | None = None
         self.font_size = "15px"
@@ -128,6 +127,7 @@ def _markdown(text: str, font_size: str = "15px") -> pn.pane.Markdown:
     # (`../docs/errata.md#e1`) become links to this section
     text = re.sub(r"\]\((?:\.\./lessons/)?(\d\d-[\w-]+)\.md(#[\w-]*)?\)", r"](?tab=lessons&lesson=\1)", text)
     text = re.sub(r"\]\((?:\.\./docs/)?errata\.md(#[\w-]*)?\)", f"](?tab=lessons&lesson={ERRATA_SLUG})", text)
+    text = re.sub(r"\]\((?:\.\./lessons/)?glossary\.md(#[\w-]*)?\)", f"](?tab=lessons&lesson={GLOSSARY_SLUG})", text)
     # 15 px: reading text, on a phone as on a projector (Panel's default is 12 px)
     return pn.pane.Markdown(text, plugins=[math_plugin], sizing_mode="stretch_width", css_classes=["lesson-body"],
                             styles={"overflow-x": "auto", "min-width": "0", "font-size": font_size})

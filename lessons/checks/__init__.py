@@ -36,10 +36,12 @@ CHECKS = {
     # 01 From dynamics to distributions
     "fokker_planck_residual": dynamics.fokker_planck_residual,
     "ensemble_kl": dynamics.ensemble_kl,
+    "ergodic_time_average": dynamics.ergodic_time_average,
     # 02 The recipe
     "recipe_residual": recipe.recipe_residual,
     # 03 Completeness
     "completeness_q": completeness.completeness_q,
+    "completeness_q_real": completeness.completeness_q_real,
     # 04 Stochastic gradients
     "sgld_noise_bias": stochastic_gradients.sgld_noise_bias,
     "minibatch_kl": stochastic_gradients.minibatch_kl,
@@ -56,12 +58,16 @@ CHECKS = {
     # 09 Integrators
     "integrator_order": integrators.integrator_order,
     "integrator_simulation": integrators.integrator_simulation,
+    "msgnht_splitting": integrators.msgnht_splitting,
     # 10 Quasi-Newton HMC
     "qnhmc_flow": qnhmc.qnhmc_flow,
     "qnhmc_ess": qnhmc.qnhmc_ess,
+    "qnhmc_lbfgs": qnhmc.qnhmc_lbfgs,
     # 11 SCIR
     "scir_moments": scir.scir_moments,
+    "scir_mgf": scir.scir_mgf,
     "scir_sparse_quantiles": scir.scir_sparse_quantiles,
+    "scir_ks_batch": scir.scir_ks_batch,
     "sgrld_boundary_bias": scir.sgrld_boundary_bias,
     "sgrhmc_simplex_boundary": scir.sgrhmc_simplex_boundary,
     # 12 Temperature, annealing and Santa

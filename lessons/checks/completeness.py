@@ -101,3 +101,38 @@ def completeness_q(quick: bool = False) -> CheckResult:
                   f"‖Q − Q_true‖ = {short(fine['recover'])}, drift rebuilt to {short(fine['drift'])} (relative; "
                   f"tolerance {short(tol)}; each falls ≥ {ratio:.1f}× when the spacing halves: O(h²) grid error, which "
                   f"falls about 4×); with Q's sign flipped the drift is off by {fine['flipped']:.2f}")
+
+
+def completeness_q_real(quick: bool = False, unit: complex = 1j) -> CheckResult:
+    """Remark 1 of the recipe paper: the Q of the Fourier construction (Eq. S.8-S.9) is real. On the periodic square
+    [0, 2 pi)^2 take p_s = exp(cos z1 + sin(z2)/2) / Z and a divergence-free current J = (d2 psi, -d1 psi); build
+    W = Q p_s by W^_ij = (J^_i k_j - k_i J^_j) / (unit |k|^2) with numpy's FFT (unit = i: derivatives are
+    multiplications by i k) and check that W is real to round-off, that Q = W / p_s is skew, and that its row
+    divergence gives back J. Real because J is real: J^(-k) is the conjugate of J^(k) and the multiplier
+    k / (i |k|^2) is odd and imaginary, so W^(-k) is the conjugate of W^(k). (`unit` = 1 is the mutation.)"""
+    n = 64 if quick else 128
+    x = np.arange(n) * 2 * np.pi / n
+    z1, z2 = np.meshgrid(x, x, indexing="ij")
+    p = np.exp(np.cos(z1) + np.sin(z2) / 2)
+    p /= p.sum()
+    psi = np.sin(z1) * np.cos(2 * z2) + 0.3 * np.cos(z1 + z2) + 0.2 * np.sin(3 * z1)
+    k = np.fft.fftfreq(n, 1.0 / n)
+    k1, k2 = np.meshgrid(k, k, indexing="ij")
+    psi_hat = np.fft.fft2(psi)
+    J_hat = [1j * k2 * psi_hat, -1j * k1 * psi_hat]       # J = (d2 psi, -d1 psi): divergence free
+    kk = np.where(k1 ** 2 + k2 ** 2 == 0, 1.0, k1 ** 2 + k2 ** 2)
+    W12_hat = (J_hat[0] * k2 - k1 * J_hat[1]) / (unit * kk)
+    W12_hat[0, 0] = 0.0
+    W12 = np.fft.ifft2(W12_hat)
+    scale = np.abs(W12).max()
+    imaginary = float(np.abs(W12.imag).max() / scale)
+    Q12 = W12.real / p
+    # rows of div(Q p): J_1 = d2(W12), J_2 = d1(W21) = -d1(W12), spectrally
+    J1 = np.fft.ifft2(1j * k2 * np.fft.fft2(Q12 * p)).real
+    J2 = -np.fft.ifft2(1j * k1 * np.fft.fft2(Q12 * p)).real
+    J = [np.fft.ifft2(j).real for j in J_hat]
+    back = float(max(np.abs(J1 - J[0]).max(), np.abs(J2 - J[1]).max()) / max(np.abs(j).max() for j in J))
+    value, tol = max(imaginary, back), 1e-10
+    return result(value, tol, value < tol,
+                  f"{n}×{n} periodic grid: largest imaginary part of Q p_s {short(imaginary)} of its largest entry; "
+                  f"div(Q p_s) gives J back to {short(back)} (relative; tolerance {short(tol)})")
