@@ -139,7 +139,14 @@ class LabView(Viewer):
         lab.param.watch(lambda e: self.loop.with_lock(self._rebuild_plots), "version")
         lab.param.watch(lambda e: self.loop.with_lock(self._push_metrics), "stepped")
         lab.param.watch(self._on_playing, "playing")
+        # a first build that ends without runs (a sampler refusing the target) bumps no version: the summary
+        # hears of it here, or it would say "building the run…" beside the error for good
+        lab.param.watch(lambda e: self._on_building(), "building")
         self._rebuild_plots()
+
+    def _on_building(self) -> None:
+        if not self.lab.sides:
+            self.summary.object = BUILDING_HTML if self.lab.building else ""
 
     def _build_page(self):
         """The controls, downloads and recipe editor around the plots (the full lab page)."""
