@@ -12,6 +12,7 @@ from app.model import lab as lab_module
 from app.model.config import LabConfig
 from app.model.lab import FRAME_BUDGET_S, Budget, Lab, trial_build
 from app.model.reasons import BlockKind, NoticeKind
+from samplers.cache import BoundedCache
 
 
 class ManualLoop:
@@ -36,7 +37,7 @@ class ManualLoop:
 def no_quick_configs(monkeypatch):
     """Each test sees a process that has built nothing yet: a configuration built quickly before would be
     built in place at the next page open (see test_a_configuration_built_quickly_before_builds_in_place)."""
-    monkeypatch.setattr(lab_module, "_QUICK", {})
+    monkeypatch.setattr(lab_module, "_QUICK", BoundedCache(16))
 
 
 def test_a_configuration_built_quickly_before_builds_in_place_at_the_next_open_and_only_then(monkeypatch):

@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import param
 
+from samplers.cache import BoundedCache
 from samplers.design import design_sampler
 from samplers.engine.edit import edited_recipe, matrix_cells
 from samplers.engine.stationarity import stationarity_residual
@@ -37,7 +38,7 @@ from .config import LabConfig
 from .design import DESIGN, checked, current, key_of, uses_design
 from .live_run import LiveRun
 from .presets import MAX_RECIPE_DIM, TYPED, load_potential
-from .reasons import Block, BlockKind, Notice, NoticeKind
+from .reasons import Block, BlockKind, Notice, NoticeKind, one_line
 
 MAX_STATE = 4_000_000          # chains x state size: beyond this one session would hog the server
 FRAME_BUDGET_S = 0.020         # one session's frame: at most this much of a core (FRAME_MS is 40)
@@ -51,10 +52,9 @@ _BUILDS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lab-build")
 # opening one link): done in place, so that its figures come with the page instead of following it in a
 # second round of models (a sixth of a page open's server CPU). Everything else builds on the worker.
 INLINE_S = 0.05
-_QUICK: dict[tuple, None] = {}
-MAX_QUICK = 1024
+_QUICK = BoundedCache(1024)     # configuration keys, each mapped to True
 RESIDUAL_OK = 1e-4             # below this the (H, D, Q) counts as stationary (Residual.ok's default)
-_RESIDUAL_CACHE: dict = {}
+_RESIDUAL_CACHE = BoundedCache(512)
 USER_ERRORS = (PotentialError, SamplerError, RecipeError, GradientError, ValueError, TypeError,
                ArithmeticError, np.linalg.LinAlgError)
 
@@ -70,7 +70,7 @@ def droppable_term(recipe) -> str:
 def residual(recipe, pot, key) -> float | None:
     """Relative Fokker-Planck residual at exp(-H), cached per configuration (0.05-0.7 s each)."""
     if key in _RESIDUAL_CACHE:
-        return _RESIDUAL_CACHE[key]
+        return _RESIDUAL_CACHE.get(key)
     try:
         # a numeric Q (QNHMC's L-BFGS operator) costs in proportion to the state's size at every point
         points = max(1000, 40000 // recipe.n) if recipe.numeric else 20000
@@ -82,10 +82,7 @@ def residual(recipe, pot, key) -> float | None:
             value = None
     except Exception:   # a user's D may be singular somewhere on the grid: no badge then (and no ✓)
         value = None
-    _RESIDUAL_CACHE[key] = value
-    if len(_RESIDUAL_CACHE) > 512:
-        _RESIDUAL_CACHE.pop(next(iter(_RESIDUAL_CACHE)))
-    return value
+    return _RESIDUAL_CACHE.put(key, value)
 
 
 TERM_WORD = {"gamma": "Γ", "friction": "friction", "noise_correction": "noise correction"}
@@ -168,8 +165,7 @@ def _design_side(cfg, label, pot) -> Side:
     return Side(label, s, recipe, recipe, key=key)
 
 
-_RECIPES: dict = {}      # (target, sampler, parameters, gradients) -> the recipe, shared by the sessions
-MAX_RECIPES = 256
+_RECIPES = BoundedCache(256)      # (target, sampler, parameters, gradients) -> the recipe, shared by the sessions
 
 
 def _shared_recipe(s, key):
@@ -177,9 +173,7 @@ def _shared_recipe(s, key):
     target, sampler and parameters, not at every page open."""
     recipe = _RECIPES.get(key)
     if recipe is None:
-        recipe = _RECIPES[key] = s.recipe
-        if len(_RECIPES) > MAX_RECIPES:
-            _RECIPES.pop(next(iter(_RECIPES)), None)
+        recipe = _RECIPES.put(key, s.recipe)
     else:
         s.use_recipe(recipe)
     return recipe
@@ -242,7 +236,7 @@ def build(cfg: LabConfig, fallback: bool, have_runs: bool) -> Built:
     except RecipeError as err:
         if getattr(err, "design", False):     # a design has no registered recipe to fall back to
             key = getattr(err, "key", ())
-            return Built(Block(BlockKind.RECIPE, f"the design: {_one_line(err, 400)} — the run does not start "
+            return Built(Block(BlockKind.RECIPE, f"the design: {one_line(err, 400)} — the run does not start "
                                                  "until this is fixed", cells=err.cells or ((key,) if key else ())))
         recipe_block = Block(BlockKind.RECIPE, f"D and Q of {cfg.sampler}: {err} — the run does not start "
                                                "until this is fixed (or Revert D and Q)", cells=err.cells)
@@ -375,14 +369,7 @@ def trial_build(cfg: LabConfig, fallback: bool, have_runs: bool, limit_s: float 
     return {"time": f"{what} is too expensive to build: it took longer than {limit_s:g} s",
             "memory": f"{what} is too expensive to build: it needs more than {BUILD_MEMORY >> 20} MB",
             "recursion": f"{what} is nested too deeply to differentiate",
-            }.get(kind, f"{what} cannot be built: {_one_line(value)}")
-
-
-def _one_line(text, limit: int = 200) -> str:
-    """An exception's text as a message shows it: one line of printable characters (it may quote what was
-    typed, escapes and all), cut."""
-    text = " ".join("".join(c if c.isprintable() else " " for c in str(text)).split())
-    return text if len(text) <= limit else text[:limit] + "…"
+            }.get(kind, f"{what} cannot be built: {one_line(value)}")
 
 
 class Lab(param.Parameterized):
@@ -500,15 +487,13 @@ class Lab(param.Parameterized):
                 start = time.perf_counter()
                 out = build(cfg, fallback, have_runs)
                 if time.perf_counter() - start < INLINE_S and not typed_input(cfg):
-                    _QUICK[config_key(cfg)] = None
-                    if len(_QUICK) > MAX_QUICK:
-                        _QUICK.pop(next(iter(_QUICK)), None)
+                    _QUICK.put(config_key(cfg), True)
             elif have_runs:
                 out = Built(notice=Notice(NoticeKind.REFUSED, f"{why}; the run on screen is the previous one."))
             else:
                 out = refused_first_build(cfg, why)
         except Exception as err:       # never lose a build silently: the session hears of it
-            reason = _one_line(f"{type(err).__name__}: {err}")
+            reason = one_line(f"{type(err).__name__}: {err}")
             out = Built(Block(BlockKind.RUN, f"the run could not be built: {reason}"))
         self.schedule(lambda: self._finish(build_id, out))
 

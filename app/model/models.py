@@ -29,14 +29,15 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import param
 
+from samplers.cache import BoundedCache
 from samplers.registry import build_sampler
 from samplers.run import Ensemble
 from samplers.targets.live import LIVE_MODELS, LiveModel
 
 from .exports import safe_file_name
-from .lab import MAX_STATE, USER_ERRORS, _one_line
-from .reasons import Notice, NoticeKind
-from .urlstate import MAX_MESSAGES, NAV_KEYS, _float, _int, _reason, quoted
+from .lab import MAX_STATE, USER_ERRORS
+from .reasons import Notice, NoticeKind, one_line
+from .urlstate import MAX_MESSAGES, NAV_KEYS, parse_float, parse_int, quoted, reason_text
 
 BUILD_LIMIT_S = 60.0       # a model whose build takes longer is given up (its data is too big for a live page)
 CHUNK_S = 0.1              # a worker's turn: the page shows the run's progress at least this often
@@ -49,8 +50,7 @@ RATE_WINDOW_S = 3.0        # updates/s: steps over the last seconds of play
 RUN_WORKERS = 2            # the machine's cores: sessions' chunks take turns on these, first come first served
 _BUILDS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="models-build")
 _RUNS = ThreadPoolExecutor(max_workers=RUN_WORKERS, thread_name_prefix="models-run")
-_MODELS: dict[tuple, LiveModel] = {}     # built models (their data), shared by the sessions: read only
-MAX_MODELS = 4
+_MODELS = BoundedCache(4)     # built models (their data), shared by the sessions: read only
 LABELS = ("A", "B")
 
 
@@ -97,7 +97,7 @@ def models_query(cfg: ModelsConfig) -> dict[str, str]:
 
 
 def _positive(text: str) -> float:
-    value = _float(text)
+    value = parse_float(text)
     if value <= 0:
         raise ValueError("must be greater than 0")
     return value
@@ -106,7 +106,7 @@ def _positive(text: str) -> float:
 def from_models_query(query: dict[str, str]) -> tuple[dict, list[str]]:
     """ModelsConfig updates from a link's items, and one message per item ignored (its key and value quoted)."""
     names = {v: k for k, v in URL_KEYS.items()}
-    parsers = {"model": str, "seed": _int, "chains": _int, "eps_a": _positive, "eps_b": _positive}
+    parsers = {"model": str, "seed": parse_int, "chains": parse_int, "eps_a": _positive, "eps_b": _positive}
     upd, errors = {}, []
     for key, text in query.items():
         if key not in names:
@@ -124,7 +124,7 @@ def from_models_query(query: dict[str, str]) -> tuple[dict, list[str]]:
                     raise ValueError(f"must be between {lo} and {hi}")
             upd[name] = value
         except ValueError as err:
-            errors.append(f"URL {quoted(key)}={quoted(text)}: {_reason(err)}")
+            errors.append(f"URL {quoted(key)}={quoted(text)}: {reason_text(err)}")
     if len(errors) > MAX_MESSAGES:
         errors[MAX_MESSAGES:] = [f"and {len(errors) - MAX_MESSAGES} more items of the link ignored"]
     return upd, errors
@@ -214,7 +214,7 @@ class ModelRuns:
                 try:
                     side.ens.advance(1)
                 except USER_ERRORS as err:
-                    self.error = f"{side.key} stopped at step {side.ens.t}: {_one_line(err)}"
+                    self.error = f"{side.key} stopped at step {side.ens.t}: {one_line(err)}"
                     self.stop = True
                     break
             else:
@@ -291,12 +291,7 @@ def cached_model(key: str, seed: int) -> LiveModel:
     """The built model (its data), shared by the sessions: build it once per process for a few keys."""
     builder = LIVE_MODELS[key][1]
     k = (key, seed, builder)           # the builder too: an entry registered again is built again
-    model = _MODELS.get(k)
-    if model is None:
-        model = _MODELS[k] = builder(seed=seed, size="default")
-        if len(_MODELS) > MAX_MODELS:
-            _MODELS.pop(next(iter(_MODELS)))
-    return model
+    return _MODELS.get_or_make(k, lambda: builder(seed=seed, size="default"))
 
 
 def build(cfg: dict) -> Built:
@@ -330,7 +325,7 @@ def build(cfg: dict) -> Built:
                       samplers={s.label: dict(key=s.key, params=_plain(s.params)) for s in sides})
         return Built(ModelRuns(model, config, sides))
     except USER_ERRORS as err:
-        return Built(error=f"{key}: {_one_line(err)}")
+        return Built(error=f"{key}: {one_line(err)}")
 
 
 def _plain(params: dict) -> dict:
@@ -377,7 +372,7 @@ class ModelsLab(param.Parameterized):
             try:
                 out = build(cfg)
             except Exception as err:            # never lose a build silently
-                out = Built(error=f"the model could not be built: {_one_line(f'{type(err).__name__}: {err}')}")
+                out = Built(error=f"the model could not be built: {one_line(f'{type(err).__name__}: {err}')}")
             schedule(lambda: self._finish(build_id, out))
         _BUILDS.submit(work)
         if self._timer is not None:

@@ -45,3 +45,10 @@ class Notice:
     @property
     def level(self) -> str:
         return LEVEL[self.kind]
+
+
+def one_line(text, limit: int = 200) -> str:
+    """An exception's text as a message shows it: one line of printable characters (it may quote what was
+    typed, escapes and all), cut."""
+    text = " ".join("".join(c if c.isprintable() else " " for c in str(text)).split())
+    return text if len(text) <= limit else text[:limit] + "…"

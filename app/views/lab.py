@@ -23,7 +23,7 @@ from .controls import CompareControls, PotentialPicker, RunControls, SamplerPick
 from .design import DesignEditor, design_side
 from .frame_loop import FrameLoop
 from .ladder import LadderView
-from .plots import RUN_COLORS, KLHistory, RunPlots, _fmt
+from .plots import RUN_COLORS, KLHistory, RunPlots, fmt
 from .recipe_editor import RecipeEditor
 from .residual_map import ResidualMapView
 
@@ -56,7 +56,7 @@ ALERT_STYLE = {"warning": "background:#fff3cd;color:#664d03;border:1px solid #ff
                "danger": "background:#f8d7da;color:#842029;border:1px solid #f5c2c7"}
 
 
-def _alert_html(text: str, level: str) -> str:
+def alert_html(text: str, level: str) -> str:
     return (f"<div role='alert' style='{ALERT_STYLE[level]};border-radius:6px;padding:10px 14px;"
             f"white-space:pre-wrap;overflow-wrap:anywhere'>{text}</div>")
 
@@ -65,13 +65,13 @@ def notice_alert(notice) -> dict:
     """The message box's parameters for the lab's notice (None: hidden)."""
     if notice is None:
         return dict(object="", visible=False)
-    return dict(object=_alert_html(html.escape(notice.message), notice.level), visible=True)
+    return dict(object=alert_html(html.escape(notice.message), notice.level), visible=True)
 
 
 def blocks_alert(blocks: dict) -> dict:
     """The blocked box's parameters: every reason the run cannot start, one per line."""
     text = "<br>".join(html.escape(b.message) for b in blocks.values())
-    return dict(object=_alert_html(text, "danger") if blocks else "", visible=bool(blocks))
+    return dict(object=alert_html(text, "danger") if blocks else "", visible=bool(blocks))
 
 
 def summary_html(sides, metrics) -> str:
@@ -90,8 +90,8 @@ def summary_html(sides, metrics) -> str:
         blocks.append(
             f"<div class='ab-side' style='border-left:6px solid {color};padding:2px 10px;flex:1 1 240px;min-width:0'>"
             f"<div class='ab-title'>{html.escape(side.label)}: {html.escape(side.title)} &nbsp;{verdict}</div>"
-            f"<div class='ab-numbers'>KL <b data-summary='kl-{label}'>{_fmt(kl)}</b> &nbsp; "
-            f"TV <b data-summary='tv-{label}'>{_fmt(tv)}</b></div></div>")
+            f"<div class='ab-numbers'>KL <b data-summary='kl-{label}'>{fmt(kl)}</b> &nbsp; "
+            f"TV <b data-summary='tv-{label}'>{fmt(tv)}</b></div></div>")
     if metrics and not all(m.get("accumulating") for m in metrics):
         # before burn-in the numbers score the ensemble as it is now: a ratio would mean nothing yet
         blocks.append("<div class='ab-ratio' style='align-self:center;color:#777'>the ensemble now; the histograms "
