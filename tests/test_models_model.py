@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from app.model import models as mm
+from app.model import runner
 from app.model.models import (
     ModelsConfig,
     ModelsLab,
@@ -237,7 +238,7 @@ def test_a_step_while_paused_runs_on_a_worker(monkeypatch):
 
 
 def test_a_build_over_the_time_limit_is_given_up(monkeypatch):
-    monkeypatch.setattr(mm, "BUILD_LIMIT_S", 0.2)
+    monkeypatch.setitem(runner.LIMIT_S, "model build", 0.2)
     monkeypatch.setitem(LIVE_MODELS, "slow", ("slow", slow_model(0.001, build_s=1.0)))
     loop = Loop()
     lab = ModelsLab(ModelsConfig(model="slow", seed=11), schedule=loop.schedule)

@@ -30,11 +30,12 @@ class NoticeKind(Enum):
     DIVERGED = "diverged"     # chains diverged: they were frozen and the run paused
     FAILED = "failed"         # the dynamics raised: the run stopped
     REFUSED = "refused"       # a build was refused for its cost: the previous run goes on
+    INTERNAL = "internal"     # a bug of the lab (logged with its traceback), not the user's doing
 
 
 # how loudly each kind of notice is shown (a Panel Alert's alert_type)
 LEVEL = {NoticeKind.LINK: "warning", NoticeKind.DIVERGED: "warning", NoticeKind.FAILED: "danger",
-         NoticeKind.REFUSED: "danger"}
+         NoticeKind.REFUSED: "danger", NoticeKind.INTERNAL: "danger"}
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ from panel.viewable import Viewer
 from ..model.design import DESIGN, uses_design
 from ..model.exports import csv_tables, file_name, npz_arrays, write_csv, write_npz
 from ..model.lab import RESIDUAL_OK, Lab
-from ..model.reasons import Notice, NoticeKind
 from ..model.urlstate import to_query
 from .controls import CompareControls, PotentialPicker, RunControls, SamplerPicker
 from .design import DesignEditor, design_side
@@ -366,7 +365,7 @@ class LabView(Viewer):
         self._push_metrics()
 
     def _frame_failed(self, err: Exception):
-        self.lab.pause(Notice(NoticeKind.FAILED, f"the run stopped: {err}"))
+        self.lab.failed(err)
 
     def stop(self):
         """End of session: stop the loop, drop the runs (their memory goes with them)."""

@@ -296,7 +296,7 @@ class ModelsView(Viewer):
         self._pull()
 
     def _frame_failed(self, err: Exception):
-        self.lab.pause(Notice(NoticeKind.FAILED, f"the run stopped: {err}"))
+        self.lab.failed(err)
 
     def present(self, on: bool) -> None:
         self.controls.visible = not on

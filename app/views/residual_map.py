@@ -16,6 +16,7 @@ from scipy.interpolate import RegularGridInterpolator
 from samplers.engine.stationarity import map_planes, residual_map
 
 from ..model.lab import RESIDUAL_OK, Lab
+from ..model.runner import Failure
 from .plots import new_figure
 
 GRID = 61
@@ -104,9 +105,9 @@ class ResidualMapView(Viewer):
         self.lab.offload(lambda: self._telling_plane(side, pot), lambda m: key == self._key and self._draw(side, m))
 
     def _draw(self, side, m) -> None:
-        if isinstance(m, Exception):    # a user's D may be singular on the grid: say so, keep the page
+        if isinstance(m, Failure):      # a user's D may be singular on the grid: say so, keep the page
             self.pane.visible = False
-            self.caption.object = f"<i>No residual map: {html.escape(str(m))}</i>"
+            self.caption.object = f"<i>No residual map: {html.escape(m.message)}</i>"
             return
         self.pane.visible = True
         x, y = m.axes
