@@ -19,6 +19,7 @@ import numpy as np
 
 from samplers.diagnostics import DivergenceGuard
 from samplers.engine.info import StepInfo
+from samplers.errors import InputError
 from samplers.prefetch import CHUNK, NormalsAhead
 from samplers.sampler import Sampler
 
@@ -226,7 +227,7 @@ def run(sampler: Sampler, steps: int, chains: int = 1000, burn: int = 0, thin: i
         blocks: int | None = None) -> RunResult:
     """Advance `chains` chains for burn + steps steps, keeping every `thin`-th state after burn-in."""
     if steps < 1 or burn < 0 or thin < 1:
-        raise ValueError("need steps >= 1, burn >= 0, thin >= 1")
+        raise InputError(f"need steps >= 1, burn >= 0, thin >= 1 (got steps {steps}, burn {burn}, thin {thin})")
     ens = Ensemble(sampler, chains, seed, theta0, engine=engine, blocks=blocks)
     kept = steps // thin
     theta = np.empty((kept, ens.z.shape[0], sampler.dim))

@@ -26,6 +26,7 @@ from app.model.models import (
 from app.model.reasons import NoticeKind
 from samplers.registry import REGISTRY, get_spec
 from samplers.targets.live import LIVE_MODELS, LiveModel, live_model
+from samplers.targets.models import DataFileError
 from samplers.targets.potential import Potential
 
 
@@ -249,14 +250,21 @@ def test_a_build_over_the_time_limit_is_given_up(monkeypatch):
     assert lab.runs is None                          # the late result was dropped
 
 
-def test_a_failing_build_says_why_and_keeps_the_previous_run(monkeypatch):
+def test_a_failing_build_says_why_and_keeps_the_previous_run(monkeypatch, caplog):
     def broken(seed=0, size="default"):
-        raise ValueError("no such corpus")
+        raise DataFileError("no such corpus")
+
+    def buggy(seed=0, size="default"):
+        return {}["data"]
     monkeypatch.setitem(LIVE_MODELS, "broken", ("broken", broken))
+    monkeypatch.setitem(LIVE_MODELS, "buggy", ("buggy", buggy))
     lab = ModelsLab(ModelsConfig(model="pmf"))
     runs = lab.runs
     lab.config.model = "broken"
     assert "no such corpus" in lab.error and lab.runs is runs and not lab.can_run
+    lab.config.model = "buggy"                 # a bug, not the user's input: said so, its traceback logged
+    assert "internal error" in lab.error and "KeyError" in lab.error and lab.runs is runs
+    assert any(r.exc_info and isinstance(r.exc_info[1], KeyError) for r in caplog.records)
 
 
 def test_diverging_chains_are_reported_and_a_wholly_diverged_pair_pauses(monkeypatch):

@@ -17,6 +17,7 @@ import numpy as np
 from samplers import diagnostics as dg
 from samplers.accuracy import edges_for, exact_masses
 from samplers.cache import BoundedCache
+from samplers.errors import InputError
 from samplers.run import Ensemble
 from samplers.sampler import Sampler
 
@@ -73,7 +74,7 @@ class LiveRun:
             # a stream of its own: the same seed gives the same steps whichever start is chosen
             draws = pot.exact_states(self.ens.z.shape[0], np.random.default_rng([int(seed), 1]))
             if draws is None:
-                raise ValueError(f"Start: {pot.name} has no exact sampler to start the chains from; "
+                raise InputError(f"Start: {pot.name} has no exact sampler to start the chains from; "
                                  "start them near its start point instead")
             self.ens.z[:, :pot.dim] = draws
         self.chains = self.ens.z.shape[0]

@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 # What a user can cause: input the library refuses (InputError: a potential, sampler, recipe, design or
 # gradient refused, naming what), and a step whose numbers blow up at the user's parameters. Anything else
 # raised in a session's work is a bug.
-USER_ERRORS = (InputError, ValueError, TypeError, ArithmeticError, np.linalg.LinAlgError)
+USER_ERRORS = (InputError, ArithmeticError, np.linalg.LinAlgError)
 
 # The time limits, in one table: past its limit, work is given up and the session told.
 LIMIT_S = {

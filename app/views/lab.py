@@ -372,7 +372,7 @@ class LabView(Viewer):
         self.loop.close()
         if getattr(self, "ladder", None) is not None:
             self.ladder.close()
-        self.lab.playing = False
+        self.lab.close()             # a build or map under way comes back to nobody
         self.lab.runs = []
 
     # -- exports ----------------------------------------------------------------------
