@@ -118,7 +118,7 @@ class LabView(Viewer):
         self.plots: list[RunPlots] = []
         self.kl = None
         self.loop = FrameLoop(self._frame, active=lambda: self.lab.playing, ready=self._ready,
-                              on_error=self._frame_failed)
+                              on_error=lab.failed)
 
         self.alert = pn.pane.HTML(refs=pn.bind(notice_alert, lab.param.notice), sizing_mode="stretch_width",
                                   css_classes=["lab-message"], margin=(5, 10), disable_math=True)
@@ -363,9 +363,6 @@ class LabView(Viewer):
         """One frame: advance, aggregate, update the sources."""
         self.lab.frame()
         self._push_metrics()
-
-    def _frame_failed(self, err: Exception):
-        self.lab.failed(err)
 
     def stop(self):
         """End of session: stop the loop, drop the runs (their memory goes with them)."""

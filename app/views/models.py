@@ -134,7 +134,7 @@ class ModelsView(Viewer):
         self._text_at = 0.0
         self.plot = MetricPlot()
         self.loop = FrameLoop(self._frame, active=lambda: self.lab.playing, ready=lambda: True,
-                              on_error=self._frame_failed)
+                              on_error=lab.failed)
 
         self.alert = pn.pane.HTML(refs=pn.bind(notice_alert, lab.param.notice), sizing_mode="stretch_width",
                                   css_classes=["models-message"], margin=(5, 10), disable_math=True)
@@ -294,9 +294,6 @@ class ModelsView(Viewer):
 
     def _frame(self):
         self._pull()
-
-    def _frame_failed(self, err: Exception):
-        self.lab.failed(err)
 
     def present(self, on: bool) -> None:
         self.controls.visible = not on
