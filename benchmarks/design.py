@@ -26,7 +26,7 @@ from types import SimpleNamespace
 from urllib.parse import urlencode
 
 from app.model import design as dm
-from app.model import lab as lab_module
+from app.model import runner
 from app.model.config import LabConfig
 from app.model.lab import Lab, build, trial_build
 from app.views.frame_loop import FRAME_MS
@@ -109,7 +109,7 @@ def refusal(player: Lab, seconds: float) -> None:
         fn()
         finished.append(time.perf_counter())
     slow = Lab(LabConfig(potential="banana", sampler="sghmc", chains=100), schedule=schedule)
-    lab_module._BUILDS.submit(lambda: None).result()
+    runner.POOLS["build"].submit(lambda: None).result()
     finished.clear()
     t0 = time.perf_counter()
     slow.config.param.update(sampler=dm.DESIGN, design=slow_6())
@@ -119,7 +119,7 @@ def refusal(player: Lab, seconds: float) -> None:
         time.sleep(0.05)
     message = slow.notice.message if slow.notice is not None else str(slow.blocks)
     print(f"slow design (six Q pairs nested 30 deep): answered after {finished[0] - t0:.2f} s (target <= 5 s; the "
-          f"lab's limit {lab_module.BUILD_LIMIT_S:g} s): {message}")
+          f"lab's limit {runner.LIMIT_S['typed build']:g} s): {message}")
     print(f"the other session meanwhile: {fps:.1f} updates/s, median frame {cost:.1f} ms")
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from samplers.errors import InputError
 from samplers.targets.potential import Potential
 
 
-class GradientError(ValueError):
+class GradientError(InputError):
     pass
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from samplers.accuracy import escaped_chains
 from samplers.diagnostics import DivergenceGuard
 from samplers.engine.info import StepInfo
+from samplers.errors import InputError
 from samplers.prefetch import CHUNK, NormalsAhead
 from samplers.sampler import Sampler
 from samplers.stepsize import check_bhat_auto
@@ -230,7 +231,7 @@ def run(sampler: Sampler, steps: int, chains: int = 1000, burn: int = 0, thin: i
         blocks: int | None = None) -> RunResult:
     """Advance `chains` chains for burn + steps steps, keeping every `thin`-th state after burn-in."""
     if steps < 1 or burn < 0 or thin < 1:
-        raise ValueError("need steps >= 1, burn >= 0, thin >= 1")
+        raise InputError(f"need steps >= 1, burn >= 0, thin >= 1 (got steps {steps}, burn {burn}, thin {thin})")
     ens = Ensemble(sampler, chains, seed, theta0, engine=engine, blocks=blocks)
     check_bhat_auto(sampler, ens.z, seed)     # a step size that Bhat=auto cannot take: now, not midway
     kept = steps // thin

@@ -15,6 +15,7 @@ import numpy as np
 
 from samplers.engine.info import StepInfo
 from samplers.engine.recipe import Recipe
+from samplers.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,7 @@ class StateLayout:
         raise KeyError(f"no {role} in this state (it holds {', '.join(r for r, _ in self.blocks) or 'theta only'})")
 
 
-class SamplerError(ValueError):
+class SamplerError(InputError):
     pass
 
 

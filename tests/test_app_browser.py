@@ -213,6 +213,20 @@ def test_invalid_expression_shows_the_parser_error_and_blocks_the_run(lab):
     assert not p.errors, p.errors
 
 
+def test_a_sampler_that_refuses_the_target_shows_the_error_and_no_building_message(browser, server):
+    p = Page(browser, server)
+    page = p.page
+    page.goto(server.url + "?s=scir", timeout=120000)     # no run ever starts: no metrics to wait for
+    wait_text(page.locator(".lab-blocked").first, "Gamma and Dirichlet targets")
+    deadline = time.monotonic() + 10
+    while "building" in deep_text(page.locator(".ab-summary").first) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert "building" not in deep_text(page.locator(".ab-summary").first)
+    assert play_button(page).is_disabled()
+    assert not p.errors, p.errors
+    page.close()
+
+
 def test_q_not_skew_and_d_not_psd_are_refused_with_a_message(lab):
     p = lab("?pot=gaussian&s=sghmc&recipe=1")
     page = p.page

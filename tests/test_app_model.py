@@ -20,6 +20,7 @@ from samplers import diagnostics as dg
 from samplers.accuracy import edges_for, exact_masses
 from samplers.diagnostics import counts_kl_tv
 from samplers.registry import REGISTRY, sampler_names
+from samplers.sampler import SamplerError
 
 
 def lab_for(**cfg) -> Lab:
@@ -407,7 +408,7 @@ def test_the_kl_history_is_built_at_the_first_step_and_kept_through_a_rebuild_of
     assert view.kl is None and "kl-later" in view.kl_area.objects[0].object
 
 
-def test_a_frame_that_raises_pauses_the_lab_and_says_why():
+def test_a_frame_that_raises_pauses_the_lab_and_says_why(caplog):
     from app.views.lab import LabView
     view = LabView(lab_for(chains=50), compact=True)
     lab = view.lab
@@ -419,8 +420,17 @@ def test_a_frame_that_raises_pauses_the_lab_and_says_why():
         raise RuntimeError("boom")
     lab.frame = broken
     view.loop.tick()
-    assert not lab.playing and lab.notice.kind is NoticeKind.FAILED and "boom" in lab.notice.message
-    assert view.alert.visible and "#f8d7da" in view.alert.object and "boom" in view.alert.object   # danger
+    # a bug, not the user's doing: said to be one, its traceback in the log (not its text on the page)
+    assert not lab.playing and lab.notice.kind is NoticeKind.INTERNAL and "internal error" in lab.notice.message
+    assert view.alert.visible and "#f8d7da" in view.alert.object and "RuntimeError" in view.alert.object  # danger
+    assert any(r.exc_info and "boom" in str(r.exc_info[1]) for r in caplog.records)
+
+    def refused(steps=None):                  # a user's mistake: its own words
+        raise SamplerError("eps must be > 0")
+    lab.frame = refused
+    lab.play()
+    view.loop.tick()
+    assert not lab.playing and lab.notice.kind is NoticeKind.FAILED and "eps must be > 0" in lab.notice.message
 
 
 def test_a_link_with_invalid_d_or_q_runs_the_registered_recipe_blocked_with_the_cells_named():

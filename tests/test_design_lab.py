@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-import app.model.lab as lab_module
 from app.model import design as dm
+from app.model import runner
 from app.model.config import LabConfig
 from app.model.lab import RESIDUAL_OK, Lab, trial_build
 from app.model.reasons import BlockKind
@@ -123,9 +123,9 @@ def test_a_design_too_slow_to_derive_is_refused_within_the_limit_and_says_so(mon
     cfg = LabConfig(potential="double-well", sampler=dm.DESIGN, design=dm.preset("sgnht"), chains=100)
     assert "this design is too expensive to build: it took longer than 0.001 s" in trial_build(
         cfg, False, False, limit_s=0.001)
-    monkeypatch.setattr(lab_module, "BUILD_LIMIT_S", 0.001)
+    monkeypatch.setitem(runner.LIMIT_S, "typed build", 0.001)
     lab = Lab(cfg, schedule=lambda fn: fn())     # built as on a server: through the guarded worker
-    lab_module._BUILDS.submit(lambda: None).result()
+    runner.POOLS["build"].submit(lambda: None).result()
     block = lab.blocks["config"]
     assert block.kind is BlockKind.RECIPE and "too expensive" in block.message and not lab.runs
 

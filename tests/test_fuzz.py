@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from app.model import lab as lab_module
+from app.model import runner
 from app.model.config import LabConfig, url_keys
 from app.model.lab import trial_build
 from app.model.urlstate import NAV_KEYS, apply_query, parse_search
@@ -187,7 +188,7 @@ def _check_library(cell, slot, mirrored):
         assert message.startswith("D is not positive semidefinite: eigenvalue"), message
 
 
-GUARD_REFUSALS = (f"took longer than {lab_module.BUILD_LIMIT_S:g} s",
+GUARD_REFUSALS = (f"took longer than {runner.LIMIT_S['typed build']:g} s",
                   f"needs more than {lab_module.BUILD_MEMORY >> 20} MB", "nested too deeply to differentiate")
 
 

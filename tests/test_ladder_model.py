@@ -37,7 +37,7 @@ def test_a_new_configuration_cancels_a_running_ladder_at_once():
     job = LadderJob(lab)
     job.start()
     assert _wait(job, lambda: job.progress > 0, timeout=30)
-    proc = job._proc
+    proc = job._box._proc
     lab.config.seed = 7                      # any change rebuilds the runs
     assert job.status == "cancelled" and "configuration changed" in job.message
     assert not proc.is_alive()

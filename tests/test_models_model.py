@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from app.model import models as mm
+from app.model import runner
 from app.model.models import (
     ModelsConfig,
     ModelsLab,
@@ -25,6 +26,7 @@ from app.model.models import (
 from app.model.reasons import NoticeKind
 from samplers.registry import REGISTRY, get_spec
 from samplers.targets.live import LIVE_MODELS, LiveModel, live_model
+from samplers.targets.models import DataFileError
 from samplers.targets.potential import Potential
 
 
@@ -237,7 +239,7 @@ def test_a_step_while_paused_runs_on_a_worker(monkeypatch):
 
 
 def test_a_build_over_the_time_limit_is_given_up(monkeypatch):
-    monkeypatch.setattr(mm, "BUILD_LIMIT_S", 0.2)
+    monkeypatch.setitem(runner.LIMIT_S, "model build", 0.2)
     monkeypatch.setitem(LIVE_MODELS, "slow", ("slow", slow_model(0.001, build_s=1.0)))
     loop = Loop()
     lab = ModelsLab(ModelsConfig(model="slow", seed=11), schedule=loop.schedule)
@@ -248,14 +250,21 @@ def test_a_build_over_the_time_limit_is_given_up(monkeypatch):
     assert lab.runs is None                          # the late result was dropped
 
 
-def test_a_failing_build_says_why_and_keeps_the_previous_run(monkeypatch):
+def test_a_failing_build_says_why_and_keeps_the_previous_run(monkeypatch, caplog):
     def broken(seed=0, size="default"):
-        raise ValueError("no such corpus")
+        raise DataFileError("no such corpus")
+
+    def buggy(seed=0, size="default"):
+        return {}["data"]
     monkeypatch.setitem(LIVE_MODELS, "broken", ("broken", broken))
+    monkeypatch.setitem(LIVE_MODELS, "buggy", ("buggy", buggy))
     lab = ModelsLab(ModelsConfig(model="pmf"))
     runs = lab.runs
     lab.config.model = "broken"
     assert "no such corpus" in lab.error and lab.runs is runs and not lab.can_run
+    lab.config.model = "buggy"                 # a bug, not the user's input: said so, its traceback logged
+    assert "internal error" in lab.error and "KeyError" in lab.error and lab.runs is runs
+    assert any(r.exc_info and isinstance(r.exc_info[1], KeyError) for r in caplog.records)
 
 
 def test_diverging_chains_are_reported_and_a_wholly_diverged_pair_pauses(monkeypatch):
@@ -266,3 +275,19 @@ def test_diverging_chains_are_reported_and_a_wholly_diverged_pair_pauses(monkeyp
     assert lab.notice is not None and lab.notice.kind is NoticeKind.DIVERGED
     assert not lab.playing and not lab.can_run
     assert all(math.isnan(v) for v in lab.runs.last())
+
+
+def test_a_bug_in_a_playing_chunk_stops_the_run_and_says_it_is_internal(monkeypatch, caplog):
+    monkeypatch.setitem(LIVE_MODELS, "slow", ("slow", slow_model(0.005)))
+    loop = Loop()
+    lab = ModelsLab(ModelsConfig(model="slow"), schedule=loop.schedule)
+    loop.run(lambda: lab.runs is not None)
+
+    def broken(self, steps=None, budget_s=mm.CHUNK_S):
+        raise KeyError("chunk")
+    monkeypatch.setattr(mm.ModelRuns, "chunk", broken)
+    lab.play()
+    loop.run(lambda: lab.notice is not None)
+    assert not lab.playing and lab.notice.kind is NoticeKind.INTERNAL and "KeyError" in lab.notice.message
+    assert not lab.runs.busy                        # released: Play can try again
+    assert any(r.exc_info and isinstance(r.exc_info[1], KeyError) for r in caplog.records)

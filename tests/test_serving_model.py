@@ -9,9 +9,11 @@ import time
 import pytest
 
 from app.model import lab as lab_module
+from app.model import runner
 from app.model.config import LabConfig
 from app.model.lab import FRAME_BUDGET_S, Budget, Lab, trial_build
 from app.model.reasons import BlockKind, NoticeKind
+from samplers.cache import BoundedCache
 
 
 class ManualLoop:
@@ -36,7 +38,7 @@ class ManualLoop:
 def no_quick_configs(monkeypatch):
     """Each test sees a process that has built nothing yet: a configuration built quickly before would be
     built in place at the next page open (see test_a_configuration_built_quickly_before_builds_in_place)."""
-    monkeypatch.setattr(lab_module, "_QUICK", {})
+    monkeypatch.setattr(lab_module, "_QUICK", BoundedCache(16))
 
 
 def test_a_configuration_built_quickly_before_builds_in_place_at_the_next_open_and_only_then(monkeypatch):
@@ -133,7 +135,7 @@ def test_a_typed_build_past_its_time_or_memory_limit_is_refused_and_the_old_run_
     loop.run()
     old = lab.runs
     lab.play()
-    monkeypatch.setattr(lab_module, "BUILD_LIMIT_S", 0.001)
+    monkeypatch.setitem(runner.LIMIT_S, "typed build", 0.001)
     lab.config.D = [["1", "0"], ["0", "1"]]
     loop.run()
     assert lab.notice.kind == NoticeKind.REFUSED and "too expensive" in lab.notice.message
@@ -153,7 +155,7 @@ def test_a_slow_d_cell_is_refused_within_five_seconds(cell, refused):
 
 
 def test_a_link_whose_d_is_refused_for_its_cost_opens_with_the_registered_recipe_blocked(monkeypatch):
-    monkeypatch.setattr(lab_module, "BUILD_LIMIT_S", 0.001)
+    monkeypatch.setitem(runner.LIMIT_S, "typed build", 0.001)
     loop = ManualLoop()
     lab = Lab(LabConfig(potential="double-well", sampler="sgrhmc", chains=100, D=[["1", "0"], ["0", "1"]]),
               schedule=loop)

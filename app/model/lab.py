@@ -6,29 +6,27 @@ exception escaping to the server.
 
 On a server the lab is one session among many on one event loop, so two things are bounded:
 - building (sympy derivations, lambdify, a target's normalisation, a data posterior's residual)
-  runs on a worker thread, and a build from typed D, Q or U, or of a design (design.py), first runs in a
-  forked process with a time and memory limit (`trial_build`): sympy cannot be interrupted, a process can be killed;
+  runs off the session's loop (runner.py), and a build from typed D, Q or U, or of a design (design.py), first
+  runs in a sandbox with a time and memory limit (`trial_build`): sympy cannot be interrupted, a process can be
+  killed;
 - a frame costs at most FRAME_BUDGET_S of a core (`Budget`): the speed is lowered to what fits,
   and a run whose single step does not fit is refused.
 """
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing as mp
-import resource
-import signal
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 import param
 
+from samplers.cache import BoundedCache
 from samplers.design import design_sampler
 from samplers.engine.edit import edited_recipe, matrix_cells
 from samplers.engine.stationarity import stationarity_residual
 from samplers.engine.symbols import RecipeError
-from samplers.gradients import GradientError
 from samplers.registry import build_sampler
 from samplers.sampler import SamplerError
 from samplers.targets.potential import PotentialError
@@ -37,26 +35,21 @@ from .config import LabConfig
 from .design import DESIGN, checked, current, key_of, uses_design
 from .live_run import LiveRun
 from .presets import MAX_RECIPE_DIM, TYPED, load_potential
-from .reasons import Block, BlockKind, Notice, NoticeKind
+from .reasons import Block, BlockKind, Notice, NoticeKind, one_line
+from .runner import LIMIT_S, USER_ERRORS, Failure, Sandbox, memory_left
+from .session import Session
 
 MAX_STATE = 4_000_000          # chains x state size: beyond this one session would hog the server
 FRAME_BUDGET_S = 0.020         # one session's frame: at most this much of a core (FRAME_MS is 40)
 UNIT_S = 30e-9                 # a step costs about this per chain x state variable x inner step (docs/notes/serving.md)
-BUILD_LIMIT_S = 4.0            # a build from typed D, Q or U that takes longer is refused
-BUILD_MEMORY = 1 << 30         # ... or that needs more than this much more memory
-# one worker: builds share cached samplers, recipes and potentials (lazily filled), so two at once could race;
-# each session has at most one build waiting (a superseded one is dropped), so a queue stays short
-_BUILDS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="lab-build")
+BUILD_MEMORY = 1 << 30         # a build from typed input that needs more than this much more memory is refused
 # A page's first build, for a configuration this process has built faster than INLINE_S before (a class
 # opening one link): done in place, so that its figures come with the page instead of following it in a
 # second round of models (a sixth of a page open's server CPU). Everything else builds on the worker.
 INLINE_S = 0.05
-_QUICK: dict[tuple, None] = {}
-MAX_QUICK = 1024
+_QUICK = BoundedCache(1024)     # configuration keys, each mapped to True
 RESIDUAL_OK = 1e-4             # below this the (H, D, Q) counts as stationary (Residual.ok's default)
-_RESIDUAL_CACHE: dict = {}
-USER_ERRORS = (PotentialError, SamplerError, RecipeError, GradientError, ValueError, TypeError,
-               ArithmeticError, np.linalg.LinAlgError)
+_RESIDUAL_CACHE = BoundedCache(512)
 
 
 def droppable_term(recipe) -> str:
@@ -70,7 +63,7 @@ def droppable_term(recipe) -> str:
 def residual(recipe, pot, key) -> float | None:
     """Relative Fokker-Planck residual at exp(-H), cached per configuration (0.05-0.7 s each)."""
     if key in _RESIDUAL_CACHE:
-        return _RESIDUAL_CACHE[key]
+        return _RESIDUAL_CACHE.get(key)
     try:
         # a numeric Q (QNHMC's L-BFGS operator) costs in proportion to the state's size at every point
         points = max(1000, 40000 // recipe.n) if recipe.numeric else 20000
@@ -82,10 +75,7 @@ def residual(recipe, pot, key) -> float | None:
             value = None
     except Exception:   # a user's D may be singular somewhere on the grid: no badge then (and no ✓)
         value = None
-    _RESIDUAL_CACHE[key] = value
-    if len(_RESIDUAL_CACHE) > 512:
-        _RESIDUAL_CACHE.pop(next(iter(_RESIDUAL_CACHE)))
-    return value
+    return _RESIDUAL_CACHE.put(key, value)
 
 
 TERM_WORD = {"gamma": "Γ", "friction": "friction", "noise_correction": "noise correction"}
@@ -168,8 +158,7 @@ def _design_side(cfg, label, pot) -> Side:
     return Side(label, s, recipe, recipe, key=key)
 
 
-_RECIPES: dict = {}      # (target, sampler, parameters, gradients) -> the recipe, shared by the sessions
-MAX_RECIPES = 256
+_RECIPES = BoundedCache(256)      # (target, sampler, parameters, gradients) -> the recipe, shared by the sessions
 
 
 def _shared_recipe(s, key):
@@ -177,9 +166,7 @@ def _shared_recipe(s, key):
     target, sampler and parameters, not at every page open."""
     recipe = _RECIPES.get(key)
     if recipe is None:
-        recipe = _RECIPES[key] = s.recipe
-        if len(_RECIPES) > MAX_RECIPES:
-            _RECIPES.pop(next(iter(_RECIPES)), None)
+        recipe = _RECIPES.put(key, s.recipe)
     else:
         s.use_recipe(recipe)
     return recipe
@@ -242,7 +229,7 @@ def build(cfg: LabConfig, fallback: bool, have_runs: bool) -> Built:
     except RecipeError as err:
         if getattr(err, "design", False):     # a design has no registered recipe to fall back to
             key = getattr(err, "key", ())
-            return Built(Block(BlockKind.RECIPE, f"the design: {_one_line(err, 400)} — the run does not start "
+            return Built(Block(BlockKind.RECIPE, f"the design: {one_line(err, 400)} — the run does not start "
                                                  "until this is fixed", cells=err.cells or ((key,) if key else ())))
         recipe_block = Block(BlockKind.RECIPE, f"D and Q of {cfg.sampler}: {err} — the run does not start "
                                                "until this is fixed (or Revert D and Q)", cells=err.cells)
@@ -320,53 +307,27 @@ def refused_first_build(cfg: LabConfig, why: str) -> Built:
     return out
 
 
-def _vm_bytes() -> int:
-    return int(next(line.split()[1] for line in open("/proc/self/status") if line.startswith("VmSize"))) * 1024
-
-
-def _trial(conn, cfg, fallback, have_runs):
-    """In a forked process: build once and say how it went (the objects themselves do not pickle)."""
-    signal.set_wakeup_fd(-1)         # see ladder._work: the server's signals are not ours
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, signal.SIG_DFL)
-    limit = None
-    try:
-        limit = _vm_bytes() + BUILD_MEMORY
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    except (OSError, ValueError, StopIteration):
-        pass
+def _trial(send, cfg, fallback, have_runs):
+    """In a sandbox: build once and say how it went (the objects themselves do not pickle)."""
     try:
         out = build(cfg, fallback, have_runs)
         for side in out.sides:          # what the recipe editor prints of it, on the session's thread
             if side.recipe is not None and not side.recipe.numeric:
                 side.recipe.matrices_latex(), side.recipe.latex_sde(), side.recipe.latex_update()
-        conn.send(("ok", out.block))
+        send(("ok", out.block))
     except RecursionError:
-        conn.send(("recursion", None))
+        send(("recursion", None))
     except Exception as err:
         # out of address space, C extensions fail in their own words (MemoryError, SystemError, ...)
-        short = isinstance(err, MemoryError) or (limit is not None and limit - _vm_bytes() < BUILD_MEMORY // 4)
-        conn.send(("memory", None) if short else ("error", f"{type(err).__name__}: {err}"))
-    finally:
-        conn.close()
+        left = memory_left()
+        short = isinstance(err, MemoryError) or (left is not None and left < BUILD_MEMORY // 4)
+        send(("memory", None) if short else ("error", f"{type(err).__name__}: {err}"))
 
 
 def trial_build(cfg: LabConfig, fallback: bool, have_runs: bool, limit_s: float | None = None) -> str | None:
-    """None when building `cfg` finishes within the limits in a forked process, else why not (a sentence)."""
-    limit_s = BUILD_LIMIT_S if limit_s is None else limit_s
-    here, there = mp.Pipe(duplex=False)
-    proc = mp.get_context("fork").Process(target=_trial, args=(there, cfg, fallback, have_runs), daemon=True)
-    proc.start()
-    there.close()
-    try:
-        kind, value = here.recv() if here.poll(limit_s) else ("time", None)
-    except (EOFError, OSError):
-        kind, value = "memory", None   # killed by the memory limit before it could say so
-    finally:
-        if proc.is_alive():
-            proc.kill()
-        proc.join(timeout=1)
-        here.close()
+    """None when building `cfg` finishes within the limits in a sandbox, else why not (a sentence)."""
+    limit_s = LIMIT_S["typed build"] if limit_s is None else limit_s
+    kind, value = Sandbox(_trial, cfg, fallback, have_runs, memory=BUILD_MEMORY).first(limit_s)
     what = ("this design" if uses_design(cfg) and cfg.design is not None else
             "this D and Q" if cfg.D is not None or cfg.Q is not None else
             "this potential" if cfg.potential.startswith(TYPED) else "this typed parameter")
@@ -374,43 +335,40 @@ def trial_build(cfg: LabConfig, fallback: bool, have_runs: bool, limit_s: float 
         return None
     return {"time": f"{what} is too expensive to build: it took longer than {limit_s:g} s",
             "memory": f"{what} is too expensive to build: it needs more than {BUILD_MEMORY >> 20} MB",
+            "died": f"{what} is too expensive to build: it needs more than {BUILD_MEMORY >> 20} MB",
             "recursion": f"{what} is nested too deeply to differentiate",
-            }.get(kind, f"{what} cannot be built: {_one_line(value)}")
+            }.get(kind, f"{what} cannot be built: {one_line(value)}")
 
 
-def _one_line(text, limit: int = 200) -> str:
-    """An exception's text as a message shows it: one line of printable characters (it may quote what was
-    typed, escapes and all), cut."""
-    text = " ".join("".join(c if c.isprintable() else " " for c in str(text)).split())
-    return text if len(text) <= limit else text[:limit] + "…"
+def build_off_loop(cfg: LabConfig, fallback: bool, have_runs: bool) -> Built:
+    """A build on a worker: typed input is tried in a sandbox first, and a configuration that builds quickly
+    is remembered (a class opening one link then builds it in place, see INLINE_S)."""
+    why = trial_build(cfg, fallback, have_runs) if typed_input(cfg) else None
+    if why is None:
+        start = time.perf_counter()
+        out = build(cfg, fallback, have_runs)
+        if time.perf_counter() - start < INLINE_S and not typed_input(cfg):
+            _QUICK.put(config_key(cfg), True)
+        return out
+    if have_runs:
+        return Built(notice=Notice(NoticeKind.REFUSED, f"{why}; the run on screen is the previous one."))
+    return refused_first_build(cfg, why)
 
 
-class Lab(param.Parameterized):
+class Lab(Session):
     """Runs the configured samplers and reports on them."""
 
-    playing = param.Boolean(default=False)
-    notice = param.ClassSelector(class_=Notice, default=None, allow_None=True,
-                                 doc="why the run stopped, or what was ignored; None: nothing to say")
     blocks = param.Dict(default={}, doc="source ('config', 'potential') -> the Block that keeps the run from starting")
-    version = param.Integer(default=0, doc="bumped whenever the runs are rebuilt")
-    stepped = param.Event(doc="a single step was taken outside the frame loop")
-    building = param.Boolean(default=False, doc="a build is under way on a worker")
     speed_limit = param.Integer(default=None, allow_None=True,
                                 doc="steps per frame the session's budget allows, when below the speed")
 
     def __init__(self, config: LabConfig | None = None, schedule: Callable | None = None, **params):
-        """`schedule(fn)` runs fn on the session's event loop; with it, builds run on a worker thread
-        (the first one too, so a page opens before its runs exist). Without it (tests, scripts, the CLI)
-        they run in place."""
-        super().__init__(**params)
+        super().__init__(schedule, **params)
         self.config = config or LabConfig()
-        self.schedule = schedule
         self.potential = None
         self.runs: list[LiveRun] = []
         self.sides: list[Side] = []
         self._valid: dict = {}
-        self._build_id = 0
-        self._play_after = False
         self.config.param.watch(self._config_changed, [p for p in self.config.param if p not in ("name", "speed")])
         self.config.param.watch(self._limit_speed, "speed")
         self.rebuild()
@@ -462,64 +420,24 @@ class Lab(param.Parameterized):
         """New runs from the configuration; on bad input keep the old runs on screen, blocked.
         With a `schedule`, on a worker: the old runs keep playing until the new ones are ready."""
         self.notice = None
-        self._build_id += 1
-        if self.schedule is None or (not self.runs and config_key(self.config) in _QUICK):
-            self._apply(build(self.config, fallback, bool(self.runs)))
-            return
-        self.building = True
-        _BUILDS.submit(self._work, self._build_id, snapshot(self.config), fallback, bool(self.runs))
+        super().rebuild(fallback=fallback)
+
+    def build_job(self, fallback: bool = False) -> dict:
+        have_runs = bool(self.runs)
+        if self.runner.inline or (not have_runs and config_key(self.config) in _QUICK):
+            return dict(work=partial(build, self.config, fallback, have_runs), here=True)
+        # a copy: the worker reads it while the user goes on editing the original
+        return dict(work=partial(build_off_loop, snapshot(self.config), fallback, have_runs))
 
     def offload(self, fn: Callable, done: Callable) -> None:
-        """fn() on a build worker, then done(its result, or the exception it raised) on the session's loop;
+        """fn() on a build worker, then done(its result, or the Failure it raised) on the session's loop;
         in place without a schedule. For the views' own slow work (the residual map)."""
-        if self.schedule is None:
-            try:
-                result = fn()
-            except Exception as err:
-                result = err
-            done(result)
-            return
-        schedule = self.schedule
+        self.runner.run(fn, done)
 
-        def work():
-            try:
-                result = fn()
-            except Exception as err:
-                result = err
-            schedule(lambda: done(result))
-        _BUILDS.submit(work)
-
-    def _work(self, build_id, cfg, fallback, have_runs):
-        """On a build worker: never touches the Lab's parameters (their watchers update views), only
-        hands the result to the session's loop."""
-        if build_id != self._build_id:          # superseded while it waited: typing, a slider dragged
-            return
-        try:
-            why = trial_build(cfg, fallback, have_runs) if typed_input(cfg) else None
-            if why is None:
-                start = time.perf_counter()
-                out = build(cfg, fallback, have_runs)
-                if time.perf_counter() - start < INLINE_S and not typed_input(cfg):
-                    _QUICK[config_key(cfg)] = None
-                    if len(_QUICK) > MAX_QUICK:
-                        _QUICK.pop(next(iter(_QUICK)), None)
-            elif have_runs:
-                out = Built(notice=Notice(NoticeKind.REFUSED, f"{why}; the run on screen is the previous one."))
-            else:
-                out = refused_first_build(cfg, why)
-        except Exception as err:       # never lose a build silently: the session hears of it
-            reason = _one_line(f"{type(err).__name__}: {err}")
-            out = Built(Block(BlockKind.RUN, f"the run could not be built: {reason}"))
-        self.schedule(lambda: self._finish(build_id, out))
-
-    def _finish(self, build_id, out: Built) -> None:
-        if build_id != self._build_id:
-            return
-        self.building = False
+    def install(self, out: Built | Failure) -> None:
+        if isinstance(out, Failure):        # never lose a build silently: the session hears of it
+            out = Built(Block(BlockKind.RUN, f"the run could not be built: {out.message}"))
         self._apply(out)
-        if self._play_after:
-            self._play_after = False
-            self.play()
 
     def _apply(self, out: Built) -> None:
         if out.notice is not None:
@@ -554,20 +472,8 @@ class Lab(param.Parameterized):
             self.notice = Notice(NoticeKind.DIVERGED, "every chain has diverged: Reset to start again, with a "
                                                       "smaller step size eps")
 
-    def pause(self, notice: Notice | None = None) -> None:
-        """Pause, saying why when the lab itself stops the run."""
-        self.playing = False
-        self._play_after = False
-        if notice is not None:
-            self.notice = notice
-
     def reset(self) -> None:
-        playing = self.playing
-        self.rebuild(fallback=True)
-        if self.building:
-            self._play_after = playing
-        else:
-            self.playing = playing and self.can_run
+        super().reset(fallback=True)
 
     def step(self, steps: int = 1) -> bool:
         self.playing = False

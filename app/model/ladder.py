@@ -1,47 +1,36 @@
 """The step-size ladder of the lab's samplers, run in a worker process.
 
 A ladder is seconds of numpy work; in the server process it would hold the interpreter between the
-live view's frames (numpy releases the GIL only inside large operations). A forked process inherits
-the built samplers as they are (typed potentials and edited recipes included, which do not pickle),
-sends its progress and results back through a pipe, and is simply terminated to cancel.
+live view's frames (numpy releases the GIL only inside large operations). It runs in the runner's
+sandbox (runner.py): a forked process that inherits the built samplers as they are, sends its progress and
+results back, and is killed to cancel or past LIMIT_S["ladder"].
 The job is polled (`poll()`) from the session's own loop; nothing here touches a view.
 """
 from __future__ import annotations
-
-import multiprocessing as mp
-import signal
-import time
 
 import param
 
 from samplers.ladder import Cancelled, LadderResult, default_ladder, ladder_csv, step_ladder
 
 from .lab import Lab
+from .runner import LIMIT_S, Sandbox
 
 LADDER_STEPS = 6
 LADDER_CHAINS = 2000
-TIME_LIMIT_S = 120      # a ladder that has not finished by then is stopped and said so
 
 
-def _work(conn, sides, eps_values, eps0, chains, seed):
-    """In the worker: every side's ladder in turn, progress as (side, fraction)."""
-    # the fork shares the server's signal wake-up socket: a signal handled here would reach the server's
-    # event loop as its own (a SIGTERM here once shut the whole server down)
-    signal.set_wakeup_fd(-1)
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, signal.SIG_DFL)
+def _work(send, sides, eps_values, eps0, chains, seed):
+    """In the sandbox: every side's ladder in turn, progress as (side, fraction)."""
     try:
         for k, (title, sampler) in enumerate(sides):
             result = step_ladder(sampler, eps_values, chains=chains, eps0=eps0, seed=seed, title=title,
-                                 progress=lambda f, k=k: conn.send(("progress", (k + f) / len(sides))))
-            conn.send(("result", result))
-        conn.send(("done", None))
+                                 progress=lambda f, k=k: send(("progress", (k + f) / len(sides))))
+            send(("result", result))
+        send(("done", None))
     except Cancelled:
         pass
     except Exception as err:   # a sampler that fails at some step size: say which, in the lab
-        conn.send(("failed", f"{type(err).__name__}: {err}"))
-    finally:
-        conn.close()
+        send(("failed", f"{type(err).__name__}: {err}"))
 
 
 class LadderJob(param.Parameterized):
@@ -55,9 +44,8 @@ class LadderJob(param.Parameterized):
     def __init__(self, lab: Lab, **params):
         super().__init__(**params)
         self.lab = lab
-        self._proc = self._conn = None
+        self._box: Sandbox | None = None
         self._version = None
-        self._started = 0.0
         # a new configuration makes a running ladder meaningless: stop it
         lab.param.watch(lambda e: self.cancel("the configuration changed"), "version")
 
@@ -77,24 +65,17 @@ class LadderJob(param.Parameterized):
         if any("eps" not in s.params for _, s in sides):
             self.status, self.message = "failed", "the ladder needs samplers with a step size eps"
             return
-        here, there = mp.Pipe(duplex=False)
-        ctx = mp.get_context("fork")
-        self._proc = ctx.Process(target=_work, args=(there, sides, eps_values, eps0, LADDER_CHAINS,
-                                                     self.lab.config.seed), daemon=True)
-        self._proc.start()
-        there.close()
-        self._conn, self._started = here, time.monotonic()
+        self._box = Sandbox(_work, sides, eps_values, eps0, LADDER_CHAINS, self.lab.config.seed)
         self.results, self.progress, self.message = [], 0.0, ""
         self.status = "running"
 
     def poll(self) -> None:
         """Read what the worker sent since the last call (never blocks)."""
-        if self.status != "running" or self._conn is None:
+        if self.status != "running" or self._box is None:
             return
         results = list(self.results)
         try:
-            while self._conn.poll():
-                kind, value = self._conn.recv()
+            for kind, value in self._box.messages():
                 if kind == "progress":
                     self.progress = min(1.0, float(value))
                 elif kind == "result":
@@ -113,21 +94,17 @@ class LadderJob(param.Parameterized):
             return
         if results != self.results:
             self.results = results
-        if time.monotonic() - self._started > TIME_LIMIT_S:
-            self.cancel(f"it took longer than {TIME_LIMIT_S} s")
+        if self._box.expired(LIMIT_S["ladder"]):
+            self.cancel(f"it took longer than {LIMIT_S['ladder']:g} s")
 
     def cancel(self, why: str = "cancelled") -> None:
         if self.status == "running":
             self._finish("cancelled", f"stopped: {why}")
 
     def _finish(self, status: str, message: str) -> None:
-        if self._proc is not None and self._proc.is_alive():
-            self._proc.kill()     # SIGKILL: nothing runs in the worker, nothing reaches the server (see _work)
-        if self._proc is not None:
-            self._proc.join(timeout=1)
-        if self._conn is not None:
-            self._conn.close()
-        self._proc = self._conn = None
+        if self._box is not None:
+            self._box.kill()
+        self._box = None
         self.message = message
         self.status = status
 

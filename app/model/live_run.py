@@ -16,24 +16,22 @@ import numpy as np
 
 from samplers import diagnostics as dg
 from samplers.accuracy import edges_for, exact_masses
+from samplers.cache import BoundedCache
+from samplers.errors import InputError
 from samplers.run import Ensemble
 from samplers.sampler import Sampler
 
-_MASS_CACHE: dict = {}
+_MASS_CACHE = BoundedCache(256)
 
 
 def bin_masses(pot, edges) -> np.ndarray:
     """Exact bin masses of the scored histogram, cached per potential (they cost ~10-50 ms)."""
     key = (pot.name, pot.dim, tuple(map(tuple, pot.box)), tuple(len(e) for e in edges))
-    if key not in _MASS_CACHE:
+    def masses():
         if pot.dim <= 2:
-            m = exact_masses(pot, edges[0] if pot.dim == 1 else tuple(edges))
-        else:
-            m = dg.bin_masses_1d(pot.marginals[0], edges[0])
-        _MASS_CACHE[key] = np.asarray(m, float)
-        if len(_MASS_CACHE) > 256:
-            _MASS_CACHE.pop(next(iter(_MASS_CACHE)))
-    return _MASS_CACHE[key]
+            return np.asarray(exact_masses(pot, edges[0] if pot.dim == 1 else tuple(edges)), float)
+        return np.asarray(dg.bin_masses_1d(pot.marginals[0], edges[0]), float)
+    return _MASS_CACHE.get_or_make(key, masses)
 
 
 class KeptSamples:
@@ -76,7 +74,7 @@ class LiveRun:
             # a stream of its own: the same seed gives the same steps whichever start is chosen
             draws = pot.exact_states(self.ens.z.shape[0], np.random.default_rng([int(seed), 1]))
             if draws is None:
-                raise ValueError(f"Start: {pot.name} has no exact sampler to start the chains from; "
+                raise InputError(f"Start: {pot.name} has no exact sampler to start the chains from; "
                                  "start them near its start point instead")
             self.ens.z[:, :pot.dim] = draws
         self.chains = self.ens.z.shape[0]

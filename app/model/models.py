@@ -3,10 +3,10 @@ and the model's own metric against steps for both samplers.
 
 A model's build (generating or loading its data, the two samplers, the metric at the start) takes from
 milliseconds to seconds, and one step of a large model tens of milliseconds; neither runs on the session's
-event loop when there is one (a `schedule`):
-- a build runs on a worker thread with a time limit (BUILD_LIMIT_S): past it the page says so and the late
-  result is dropped (a thread cannot be stopped; the builders are the library's own, bounded code);
-- the runs advance on a shared pool of RUN_WORKERS threads, in chunks of about CHUNK_S: each chunk steps both
+event loop when there is one (a `schedule`; the session's runner, runner.py, does the work off it):
+- a build runs on a worker thread with a time limit (LIMIT_S["model build"]): past it the page says so and the
+  late result is dropped (a thread cannot be stopped; the builders are the library's own, bounded code);
+- the runs advance on the runner's shared "step" pool, in chunks of about CHUNK_S: each chunk steps both
   samplers in turn and records the metric every `every` steps, `every` chosen from the measured costs so that the
   metric takes at most METRIC_SHARE of the stepping. A chunk queues the next one itself while the page keeps
   taking the points (`take_points`, from the view's frames): a closed page stops its run within STALE_S.
@@ -24,22 +24,24 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import numpy as np
 import param
 
+from samplers.cache import BoundedCache
 from samplers.registry import build_sampler
 from samplers.run import Ensemble
 from samplers.targets.live import LIVE_MODELS, LiveModel
 
 from .config import url_keys, url_meta
 from .exports import safe_file_name
-from .lab import MAX_STATE, USER_ERRORS, _one_line
-from .reasons import Notice, NoticeKind
-from .urlstate import MAX_MESSAGES, NAV_KEYS, _reason, parse_value, quoted, url_text
+from .lab import MAX_STATE
+from .reasons import Notice, NoticeKind, one_line
+from .runner import LIMIT_S, USER_ERRORS, Failure
+from .session import Session
+from .urlstate import MAX_MESSAGES, NAV_KEYS, parse_value, quoted, reason_text, url_text
 
-BUILD_LIMIT_S = 60.0       # a model whose build takes longer is given up (its data is too big for a live page)
 CHUNK_S = 0.1              # a worker's turn: the page shows the run's progress at least this often
 MAX_CHUNK_S = 0.5          # ... and at most this late, however costly the metric
 METRIC_SHARE = 0.1         # the metric's cost, at most this share of the steps' (measured, per run)
@@ -47,11 +49,7 @@ STALE_S = 2.0              # a run whose points nobody took for this long stops 
 MAX_POINTS = 2000          # metric points kept per run: beyond, every other goes and the spacing doubles
 MAX_CHAINS = 256
 RATE_WINDOW_S = 3.0        # updates/s: steps over the last seconds of play
-RUN_WORKERS = 2            # the machine's cores: sessions' chunks take turns on these, first come first served
-_BUILDS = ThreadPoolExecutor(max_workers=1, thread_name_prefix="models-build")
-_RUNS = ThreadPoolExecutor(max_workers=RUN_WORKERS, thread_name_prefix="models-run")
-_MODELS: dict[tuple, LiveModel] = {}     # built models (their data), shared by the sessions: read only
-MAX_MODELS = 4
+_MODELS = BoundedCache(4)     # built models (their data), shared by the sessions: read only
 LABELS = ("A", "B")
 
 
@@ -122,7 +120,7 @@ def from_models_query(query: dict[str, str]) -> tuple[dict, list[str]]:
         try:
             upd[name] = parse_value(ModelsConfig.param[name], text)
         except ValueError as err:
-            errors.append(f"URL {quoted(key)}={quoted(text)}: {_reason(err)}")
+            errors.append(f"URL {quoted(key)}={quoted(text)}: {reason_text(err)}")
     if len(errors) > MAX_MESSAGES:
         errors[MAX_MESSAGES:] = [f"and {len(errors) - MAX_MESSAGES} more items of the link ignored"]
     return upd, errors
@@ -212,7 +210,7 @@ class ModelRuns:
                 try:
                     side.ens.advance(1)
                 except USER_ERRORS as err:
-                    self.error = f"{side.key} stopped at step {side.ens.t}: {_one_line(err)}"
+                    self.error = f"{side.key} stopped at step {side.ens.t}: {one_line(err)}"
                     self.stop = True
                     break
             else:
@@ -289,12 +287,7 @@ def cached_model(key: str, seed: int) -> LiveModel:
     """The built model (its data), shared by the sessions: build it once per process for a few keys."""
     builder = LIVE_MODELS[key][1]
     k = (key, seed, builder)           # the builder too: an entry registered again is built again
-    model = _MODELS.get(k)
-    if model is None:
-        model = _MODELS[k] = builder(seed=seed, size="default")
-        if len(_MODELS) > MAX_MODELS:
-            _MODELS.pop(next(iter(_MODELS)))
-    return model
+    return _MODELS.get_or_make(k, lambda: builder(seed=seed, size="default"))
 
 
 def build(cfg: dict) -> Built:
@@ -328,83 +321,39 @@ def build(cfg: dict) -> Built:
                       samplers={s.label: dict(key=s.key, params=_plain(s.params)) for s in sides})
         return Built(ModelRuns(model, config, sides))
     except USER_ERRORS as err:
-        return Built(error=f"{key}: {_one_line(err)}")
+        return Built(error=f"{key}: {one_line(err)}")
 
 
 def _plain(params: dict) -> dict:
     return {k: (v if isinstance(v, (int, float, str, bool)) or v is None else str(v)) for k, v in params.items()}
 
 
-class ModelsLab(param.Parameterized):
+class ModelsLab(Session):
     """The Models page's state: builds the configured model's runs and plays them."""
 
-    playing = param.Boolean(default=False)
-    building = param.Boolean(default=False)
-    notice = param.ClassSelector(class_=Notice, default=None, allow_None=True)
     error = param.String(default="", doc="why there is no run: the build failed (the previous run stays)")
-    version = param.Integer(default=0, doc="bumped when new runs are installed")
-    stepped = param.Event(doc="a step taken while paused has finished")
     rate = param.Number(default=None, allow_None=True, doc="updates (a step of both samplers) per second")
 
     def __init__(self, config: ModelsConfig | None = None, schedule: Callable | None = None, **params):
-        super().__init__(**params)
+        super().__init__(schedule, **params)
         self.config = config or ModelsConfig()
-        self.schedule = schedule
         self.runs: ModelRuns | None = None
-        self._build_id = 0
-        self._play_after = False
-        self._timer: threading.Timer | None = None
         self.config.param.watch(lambda *_: self.rebuild(), list(URL_KEYS))
         self.rebuild()
 
     # -- building ------------------------------------------------------------------------------------
-    def _snapshot(self) -> dict:
-        return {k: getattr(self.config, k) for k in URL_KEYS}
+    def build_job(self) -> dict:
+        cfg = {k: getattr(self.config, k) for k in URL_KEYS}
+        return dict(work=partial(build, cfg), pool="model build", limit_s=LIMIT_S["model build"],
+                    late=partial(self._too_long, cfg["model"]))
 
-    def rebuild(self) -> None:
-        self._build_id += 1
-        if self.schedule is None:
-            self._install(build(self._snapshot()))
-            return
-        self.building = True
-        build_id, cfg, schedule = self._build_id, self._snapshot(), self.schedule
+    def _too_long(self, key: str) -> None:
+        self.error = (f"building the model {quoted(key or default_model())} took longer than "
+                      f"{LIMIT_S['model build']:g} s: given up")
 
-        def work():
-            if build_id != self._build_id:       # superseded while it waited
-                return
-            try:
-                out = build(cfg)
-            except Exception as err:            # never lose a build silently
-                out = Built(error=f"the model could not be built: {_one_line(f'{type(err).__name__}: {err}')}")
-            schedule(lambda: self._finish(build_id, out))
-        _BUILDS.submit(work)
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer = threading.Timer(BUILD_LIMIT_S, lambda: schedule(lambda: self._too_long(build_id, cfg["model"])))
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _too_long(self, build_id: int, key: str) -> None:
-        if build_id != self._build_id or not self.building:
-            return
-        self._build_id += 1           # its result, when it comes, is dropped
-        self.building = False
-        self._play_after = False
-        self.error = (f"building the model {quoted(key or default_model())} took longer than {BUILD_LIMIT_S:g} s: "
-                      "given up")
-
-    def _finish(self, build_id: int, out: Built) -> None:
-        if build_id != self._build_id:
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-        self.building = False
-        self._install(out)
-        if self._play_after:
-            self._play_after = False
-            self.play()
-
-    def _install(self, out: Built) -> None:
+    def install(self, out: Built | Failure) -> None:
+        if isinstance(out, Failure):        # never lose a build silently
+            out = Built(error=f"the model could not be built: {out.message}")
         if out.runs is None:
             self.error = out.error
             self.playing = False
@@ -437,19 +386,9 @@ class ModelsLab(param.Parameterized):
             self._play_after = True
 
     def pause(self, notice: Notice | None = None) -> None:
-        self.playing = False
-        self._play_after = False
+        super().pause(notice)
         if self.runs is not None:
             self.runs.stop = True
-        if notice is not None:
-            self.notice = notice
-
-    def reset(self) -> None:
-        """The same configuration from step 0 (the model itself is cached: only the chains start again)."""
-        playing = self.playing or self._play_after
-        self.rebuild()
-        if self.building:
-            self._play_after = playing
 
     def step(self, steps: int = 1) -> None:
         """`steps` steps while paused; `stepped` is triggered once they are done."""
@@ -458,33 +397,32 @@ class ModelsLab(param.Parameterized):
             return
         runs = self.runs
         runs.stop = False
-        if self.schedule is None:
+        if self.runner.inline:
             runs.chunk(steps)
-            self._after_chunk(runs)
-            self.param.trigger("stepped")
+            self._stepped(runs, None)
             return
         if not runs.claim():
             return
-        schedule = self.schedule
 
         def work():
             try:
                 runs.chunk(steps)
             finally:
                 runs.release(False)
-            schedule(lambda: self._stepped(runs))
-        _RUNS.submit(work)
+        self.runner.run(work, partial(self._stepped, runs), pool="step")
 
-    def _stepped(self, runs: ModelRuns) -> None:
-        if runs is self.runs:
+    def _stepped(self, runs: ModelRuns, result) -> None:
+        if isinstance(result, Failure):
+            self.failed(result)
+        elif runs is self.runs:
             self._after_chunk(runs)
             self.param.trigger("stepped")
 
     def _submit(self) -> None:
         """Queue the next chunk of the playing runs (none when one is queued or under way)."""
         runs = self.runs
-        if self.schedule is not None and runs is not None and runs.claim():
-            _RUNS.submit(self._play_chunk, runs)
+        if not self.runner.inline and runs is not None and runs.claim():
+            self.runner.run(partial(self._play_chunk, runs), pool="step")
 
     def _play_chunk(self, runs: ModelRuns) -> None:
         """On a run worker: one chunk, then the next one queued at the back, while the page takes the points."""
@@ -498,7 +436,7 @@ class ModelsLab(param.Parameterized):
             # handed on under the lock: the loop's _submit must not start a second chain beside this one
             go_on = runs.release(go_on)
         if go_on:
-            _RUNS.submit(self._play_chunk, runs)
+            self.runner.run(partial(self._play_chunk, runs), pool="step")
 
     def advance(self, steps: int) -> None:
         """Play `steps` steps in place (tests and scripts; the page plays on the workers)."""
@@ -538,10 +476,7 @@ class ModelsLab(param.Parameterized):
 
     def close(self) -> None:
         """End of session: stop the run and the build's clock; the runs' memory goes with them."""
-        self.pause()
-        self._build_id += 1
-        if self._timer is not None:
-            self._timer.cancel()
+        super().close()
         self.runs = None
 
     # -- exports -------------------------------------------------------------------------------------

@@ -30,11 +30,12 @@ class NoticeKind(Enum):
     DIVERGED = "diverged"     # chains diverged: they were frozen and the run paused
     FAILED = "failed"         # the dynamics raised: the run stopped
     REFUSED = "refused"       # a build was refused for its cost: the previous run goes on
+    INTERNAL = "internal"     # a bug of the lab (logged with its traceback), not the user's doing
 
 
 # how loudly each kind of notice is shown (a Panel Alert's alert_type)
 LEVEL = {NoticeKind.LINK: "warning", NoticeKind.DIVERGED: "warning", NoticeKind.FAILED: "danger",
-         NoticeKind.REFUSED: "danger"}
+         NoticeKind.REFUSED: "danger", NoticeKind.INTERNAL: "danger"}
 
 
 @dataclass(frozen=True)
@@ -45,3 +46,10 @@ class Notice:
     @property
     def level(self) -> str:
         return LEVEL[self.kind]
+
+
+def one_line(text, limit: int = 200) -> str:
+    """An exception's text as a message shows it: one line of printable characters (it may quote what was
+    typed, escapes and all), cut."""
+    text = " ".join("".join(c if c.isprintable() else " " for c in str(text)).split())
+    return text if len(text) <= limit else text[:limit] + "…"

@@ -86,14 +86,14 @@ def _bool(text: str) -> bool:
     raise ValueError("expected 0 or 1")
 
 
-def _int(text: str) -> int:
+def parse_int(text: str) -> int:
     try:
         return int(text)
     except ValueError:     # Python's own message quotes the text again, uncut
         raise ValueError("expected a whole number") from None
 
 
-def _float(text: str) -> float:
+def parse_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
@@ -120,7 +120,7 @@ def quoted(text: str, limit: int = 40) -> str:
     return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
-def _reason(text, limit: int = 120) -> str:
+def reason_text(text, limit: int = 120) -> str:
     """A library's reason for refusing a link's value, which may quote the value whole: printable and cut."""
     text = "".join(c for c in str(text) if c.isprintable())
     return text if len(text) <= limit else text[:limit] + "…"
@@ -138,7 +138,7 @@ def parse_value(p: param.Parameter, text: str):
         if text not in p.objects:
             raise ValueError(f"must be one of {', '.join(map(str, p.objects))}")
         return text
-    value = _int(text) if isinstance(p, param.Integer) else _float(text) if isinstance(p, param.Number) else text
+    value = parse_int(text) if isinstance(p, param.Integer) else parse_float(text) if isinstance(p, param.Number) else text
     why = out_of_bounds(p, value)
     if why:
         raise ValueError(why)
@@ -164,7 +164,7 @@ def from_query(query: dict[str, str]) -> tuple[dict, list[str]]:
             elif key not in NAV_KEYS:
                 errors.append(f"unknown URL key {quoted(key)}")
         except (ValueError, TypeError, RecursionError) as err:   # json refuses deep nesting by recursing
-            why = "nested too deeply" if isinstance(err, RecursionError) else _reason(err)
+            why = "nested too deeply" if isinstance(err, RecursionError) else reason_text(err)
             errors.append(f"URL {quoted(key)}={quoted(text)}: {why}")
     for side, params, sampler_key in (("a", params_a, "sampler"), ("b", params_b, "sampler_b")):
         sampler = upd.get(sampler_key, LabConfig.param[sampler_key].default)
@@ -179,7 +179,7 @@ def from_query(query: dict[str, str]) -> tuple[dict, list[str]]:
             except TypeError:        # the library's checks compare eps='' (None) with 0
                 reason = "not a valid value"
             if reason:
-                errors.append(f"URL {quoted(side + '.' + k)}={quoted(params.pop(k))}: {_reason(reason)}")
+                errors.append(f"URL {quoted(side + '.' + k)}={quoted(params.pop(k))}: {reason_text(reason)}")
         if params:
             upd["params" if side == "a" else "params_b"] = params
     if len(errors) > MAX_MESSAGES:

@@ -104,7 +104,7 @@ class FrameLoop:
         self.closed = False
         self._cb = None
         self._loop_id = 0              # a stopped (or restarted) loop's late frame does nothing
-        self._scheduled: set[str] = set()
+        self._scheduled: set[Callable] = set()
         self._was_connected = False
 
     def attach(self, doc) -> None:
@@ -174,24 +174,26 @@ class FrameLoop:
 
     def pending(self, fn: Callable) -> bool:
         """Whether `fn` waits for the next tick (see with_lock)."""
-        return fn.__name__ in self._scheduled
+        return fn in self._scheduled
 
     def with_lock(self, fn: Callable[[], None]) -> None:
         """Run fn where it may touch Bokeh models directly. Panel runs widget callbacks without the
         document lock; Bokeh refuses direct model changes there, so they wait for the next tick
-        (which holds the lock). Several requests before that tick run once."""
+        (which holds the lock). Several requests of the same function before that tick run once: the same
+        function, not one of the same name (two views' `redraw` methods are two functions; a bound method
+        compares equal to another of the same function and object)."""
         if self.closed:
             return
         doc = self.doc
         if doc is None or doc.session_context is None or self.in_frame or _LOCKED.get() is doc:
             fn()
             return
-        if fn.__name__ in self._scheduled:
+        if fn in self._scheduled:
             return
-        self._scheduled.add(fn.__name__)
+        self._scheduled.add(fn)
 
         def run():
-            self._scheduled.discard(fn.__name__)
+            self._scheduled.discard(fn)
             fn()
         doc.add_next_tick_callback(run)
 

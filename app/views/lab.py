@@ -17,13 +17,12 @@ from panel.viewable import Viewer
 from ..model.design import DESIGN, uses_design
 from ..model.exports import csv_tables, file_name, npz_arrays, write_csv, write_npz
 from ..model.lab import RESIDUAL_OK, Lab
-from ..model.reasons import Notice, NoticeKind
 from ..model.urlstate import to_query
 from .controls import CompareControls, PotentialPicker, RunControls, SamplerPicker
 from .design import DesignEditor, design_side
 from .frame_loop import FrameLoop
 from .ladder import LadderView
-from .plots import RUN_COLORS, KLHistory, RunPlots, _fmt
+from .plots import RUN_COLORS, KLHistory, RunPlots, fmt
 from .recipe_editor import RecipeEditor
 from .residual_map import ResidualMapView
 
@@ -56,7 +55,7 @@ ALERT_STYLE = {"warning": "background:#fff3cd;color:#664d03;border:1px solid #ff
                "danger": "background:#f8d7da;color:#842029;border:1px solid #f5c2c7"}
 
 
-def _alert_html(text: str, level: str) -> str:
+def alert_html(text: str, level: str) -> str:
     return (f"<div role='alert' style='{ALERT_STYLE[level]};border-radius:6px;padding:10px 14px;"
             f"white-space:pre-wrap;overflow-wrap:anywhere'>{text}</div>")
 
@@ -65,13 +64,13 @@ def notice_alert(notice) -> dict:
     """The message box's parameters for the lab's notice (None: hidden)."""
     if notice is None:
         return dict(object="", visible=False)
-    return dict(object=_alert_html(html.escape(notice.message), notice.level), visible=True)
+    return dict(object=alert_html(html.escape(notice.message), notice.level), visible=True)
 
 
 def blocks_alert(blocks: dict) -> dict:
     """The blocked box's parameters: every reason the run cannot start, one per line."""
     text = "<br>".join(html.escape(b.message) for b in blocks.values())
-    return dict(object=_alert_html(text, "danger") if blocks else "", visible=bool(blocks))
+    return dict(object=alert_html(text, "danger") if blocks else "", visible=bool(blocks))
 
 
 def summary_html(sides, metrics) -> str:
@@ -90,8 +89,8 @@ def summary_html(sides, metrics) -> str:
         blocks.append(
             f"<div class='ab-side' style='border-left:6px solid {color};padding:2px 10px;flex:1 1 240px;min-width:0'>"
             f"<div class='ab-title'>{html.escape(side.label)}: {html.escape(side.title)} &nbsp;{verdict}</div>"
-            f"<div class='ab-numbers'>KL <b data-summary='kl-{label}'>{_fmt(kl)}</b> &nbsp; "
-            f"TV <b data-summary='tv-{label}'>{_fmt(tv)}</b></div></div>")
+            f"<div class='ab-numbers'>KL <b data-summary='kl-{label}'>{fmt(kl)}</b> &nbsp; "
+            f"TV <b data-summary='tv-{label}'>{fmt(tv)}</b></div></div>")
     if metrics and not all(m.get("accumulating") for m in metrics):
         # before burn-in the numbers score the ensemble as it is now: a ratio would mean nothing yet
         blocks.append("<div class='ab-ratio' style='align-self:center;color:#777'>the ensemble now; the histograms "
@@ -119,7 +118,7 @@ class LabView(Viewer):
         self.plots: list[RunPlots] = []
         self.kl = None
         self.loop = FrameLoop(self._frame, active=lambda: self.lab.playing, ready=self._ready,
-                              on_error=self._frame_failed)
+                              on_error=lab.failed)
 
         self.alert = pn.pane.HTML(refs=pn.bind(notice_alert, lab.param.notice), sizing_mode="stretch_width",
                                   css_classes=["lab-message"], margin=(5, 10), disable_math=True)
@@ -139,7 +138,14 @@ class LabView(Viewer):
         lab.param.watch(lambda e: self.loop.with_lock(self._rebuild_plots), "version")
         lab.param.watch(lambda e: self.loop.with_lock(self._push_metrics), "stepped")
         lab.param.watch(self._on_playing, "playing")
+        # a first build that ends without runs (a sampler refusing the target) bumps no version: the summary
+        # hears of it here, or it would say "building the run…" beside the error for good
+        lab.param.watch(lambda e: self._on_building(), "building")
         self._rebuild_plots()
+
+    def _on_building(self) -> None:
+        if not self.lab.sides:
+            self.summary.object = BUILDING_HTML if self.lab.building else ""
 
     def _build_page(self):
         """The controls, downloads and recipe editor around the plots (the full lab page)."""
@@ -358,15 +364,12 @@ class LabView(Viewer):
         self.lab.frame()
         self._push_metrics()
 
-    def _frame_failed(self, err: Exception):
-        self.lab.pause(Notice(NoticeKind.FAILED, f"the run stopped: {err}"))
-
     def stop(self):
         """End of session: stop the loop, drop the runs (their memory goes with them)."""
         self.loop.close()
         if getattr(self, "ladder", None) is not None:
             self.ladder.close()
-        self.lab.playing = False
+        self.lab.close()             # a build or map under way comes back to nobody
         self.lab.runs = []
 
     # -- exports ----------------------------------------------------------------------

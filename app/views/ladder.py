@@ -12,7 +12,7 @@ from panel.viewable import Viewer
 
 from ..model.lab import Lab
 from ..model.ladder import LadderJob
-from .plots import LOG_TICKS_JS, RUN_COLORS, _fig
+from .plots import LOG_TICKS_JS, RUN_COLORS, new_figure
 
 POLL_MS = 250
 
@@ -63,7 +63,7 @@ class LadderView(Viewer):
     def _figures(self):
         figs, sources = [], {}
         for key, label in (("kl", "KL to the exact density"), ("m2", "|E[θ₁²] − exact|")):
-            f = _fig(f"{label} against step size", 260, x_axis_type="log", y_axis_type="log", x_axis_label="ε",
+            f = new_figure(f"{label} against step size", 260, x_axis_type="log", y_axis_type="log", x_axis_label="ε",
                      y_axis_label=label)
             f.name = f"ladder-{key}"
             # a decade of ε: Bokeh's LogTicker would label only one or two points of it

@@ -28,8 +28,8 @@ from ..model.reasons import Notice, NoticeKind
 from ..model.urlstate import quoted
 from .controls import SettingFields, error_html
 from .frame_loop import FrameLoop, session_schedule
-from .lab import TEXT_EVERY_S, _alert_html, notice_alert
-from .plots import RUN_COLORS, _browser_only, _draw, _fig, _fmt, _legend, _lighten, stand_in_source
+from .lab import TEXT_EVERY_S, alert_html, notice_alert
+from .plots import RUN_COLORS, add_glyph, add_legend, browser_only, fmt, lighten, new_figure, stand_in_source
 
 MODELS_CSS = """
 @media (max-width: 700px) {
@@ -58,18 +58,18 @@ def models_summary(lab: ModelsLab, values=None) -> str:
         sides.append(f"<div style='border-left:6px solid {color};padding:2px 10px;flex:1 1 200px;min-width:0'>"
                      f"<div style='font-size:14px;font-weight:600'>{side.label}: {html.escape(side.title)}</div>"
                      f"<div style='font-size:20px;font-family:monospace'><b data-models='value-{label}'>"
-                     f"{_fmt(v, 4)}</b></div></div>")
+                     f"{fmt(v, 4)}</b></div></div>")
     rate = lab.rate
     building = " · <i>building…</i>" if lab.building else ""
     return (f"<div class='models-row' style='display:flex;flex-wrap:wrap;gap:6px 16px;align-items:center'>"
             f"{''.join(sides)}<div style='font-size:13px;color:#444'>{html.escape(model.metric_name)} "
             f"({better})<br>step <b data-models='step'>{runs.t:,}</b> · "
-            f"<b data-models='rate'>{_fmt(rate, 3) if rate is not None else '–'}</b> updates/s{building}</div></div>")
+            f"<b data-models='rate'>{fmt(rate, 3) if rate is not None else '–'}</b> updates/s{building}</div></div>")
 
 
 def error_alert(error: str) -> dict:
     """The box saying why there is no run (the build failed), escaped; hidden when there is none."""
-    return dict(object=_alert_html(html.escape(error), "danger") if error else "", visible=bool(error))
+    return dict(object=alert_html(html.escape(error), "danger") if error else "", visible=bool(error))
 
 
 def model_info(lab: ModelsLab) -> str:
@@ -88,19 +88,19 @@ class MetricPlot:
     """The metric of both samplers against the step: one line each, streamed."""
 
     def __init__(self):
-        self.fig = _fig("", PLOT_HEIGHT, x_axis_label="step")
+        self.fig = new_figure("", PLOT_HEIGHT, x_axis_label="step")
         self.fig.name = "models-metric"
         blank = stand_in_source()
         self.sources, entries = [], []
         for label in ("A", "B"):
             src = ColumnDataSource(dict(t=[], v=[]), name=f"models-{label.lower()}")
             style = dict(line_color=RUN_COLORS[label], line_width=2)
-            entries.append((label, _draw(self.fig, Line(x="t", y="v", **style), src),
-                            _draw(self.fig, Line(**style), blank)))
+            entries.append((label, add_glyph(self.fig, Line(x="t", y="v", **style), src),
+                            add_glyph(self.fig, Line(**style), blank)))
             self.sources.append(src)
-        self.legend = _legend(self.fig, entries, "top_right")
-        _lighten([self.fig])
-        _browser_only(self.fig.x_range, self.fig.y_range)
+        self.legend = add_legend(self.fig, entries, "top_right")
+        lighten([self.fig])
+        browser_only(self.fig.x_range, self.fig.y_range)
 
     def show(self, runs) -> None:
         """New runs: their titles, the metric's name, and their history so far."""
@@ -135,7 +135,7 @@ class ModelsView(Viewer):
         self._eps_shown = False      # a step-size field is being set to the value in use: not an edit
         self.plot = MetricPlot()
         self.loop = FrameLoop(self._frame, active=lambda: self.lab.playing, ready=lambda: True,
-                              on_error=self._frame_failed)
+                              on_error=lab.failed)
 
         self.alert = pn.pane.HTML(refs=pn.bind(notice_alert, lab.param.notice), sizing_mode="stretch_width",
                                   css_classes=["models-message"], margin=(5, 10), disable_math=True)
@@ -301,9 +301,6 @@ class ModelsView(Viewer):
 
     def _frame(self):
         self._pull()
-
-    def _frame_failed(self, err: Exception):
-        self.lab.pause(Notice(NoticeKind.FAILED, f"the run stopped: {err}"))
 
     def present(self, on: bool) -> None:
         self.controls.visible = not on

@@ -12,7 +12,7 @@ columns go as JSON lists rather than binary buffers (each buffer is two more web
 
 What the browser redraws each frame is kept small: the renderers whose data change every frame sit
 on the "overlay" level, so BokehJS repaints only that canvas layer and leaves the density image,
-contours, axes, grid and title alone; legends show static stand-ins (see `_legend`); the metrics
+contours, axes, grid and title alone; legends show static stand-ins (see `add_legend`); the metrics
 panel is a Panel HTML pane, whose update only replaces its inner HTML where a Bokeh Div re-renders
 and lays itself out again (the figures are in docs/notes/app-frames.md).
 """
@@ -69,11 +69,11 @@ HIGHLIGHT_STYLE = dict(x="x", y="y", size=9, line_color="black")
 
 
 def stand_in_source() -> ColumnDataSource:
-    """The data of a view's legend stand-ins (see _legend): one NaN row, one source for all of them."""
+    """The data of a view's legend stand-ins (see add_legend): one NaN row, one source for all of them."""
     return ColumnDataSource({c: [math.nan] for c in ("x", "y", "left", "right", "top", "bottom")})
 
 
-def _lighten(figs) -> None:
+def lighten(figs) -> None:
     """Fewer models for the same picture: each model of a page costs the server at the page's open and
     in every frame's message (docs/notes/page-open.md).
     * One ticker and one label policy for the linear axes (and their grids): both are stateless in BokehJS.
@@ -102,7 +102,7 @@ def _lighten(figs) -> None:
         a.ticker, a.major_label_policy = ticker, policy
 
 
-def _draw(fig, glyph, source, level="glyph", **kw) -> GlyphRenderer:
+def add_glyph(fig, glyph, source, level="glyph", **kw) -> GlyphRenderer:
     """A renderer of one glyph: Bokeh's plotting API makes three per renderer (the glyph and its nonselection
     and muted copies, which nothing here shows), each a model the page open builds and serialises."""
     r = GlyphRenderer(data_source=source, glyph=glyph, level=level, **kw)
@@ -110,7 +110,7 @@ def _draw(fig, glyph, source, level="glyph", **kw) -> GlyphRenderer:
     return r
 
 
-def _fig(title, height, **kw):
+def new_figure(title, height, **kw):
     p = figure(title=title, height=height, sizing_mode="stretch_width", tools=TOOLS,
                toolbar_location="right", min_border_left=40, **kw)
     p.toolbar.logo = None
@@ -124,7 +124,7 @@ def _density_image(p, axes, dens, contour=True):
     img = np.asarray(dens, float).T            # Bokeh images are [y, x]
     image = Image(x=xs[0], y=ys[0], dw=xs[-1] - xs[0], dh=ys[-1] - ys[0], global_alpha=0.9,
                   color_mapper=LinearColorMapper(palette=DENSITY_PALETTE))
-    _draw(p, image, ColumnDataSource(dict(image=[img])), "image")
+    add_glyph(p, image, ColumnDataSource(dict(image=[img])), "image")
     if contour and np.isfinite(img).all() and img.max() > 0:
         levels = img.max() * np.array([0.02, 0.1, 0.3, 0.6, 0.9])
         try:
@@ -132,18 +132,18 @@ def _density_image(p, axes, dens, contour=True):
         except Exception:   # contourpy refuses degenerate grids; the image alone is enough
             return
         # one multi-line (NaN breaks each level's pieces): Bokeh's contour renderer is 14 models, this 5
-        _draw(p, MultiLine(line_color="#08306b", line_alpha=0.5, line_width=1),
+        add_glyph(p, MultiLine(line_color="#08306b", line_alpha=0.5, line_width=1),
               ColumnDataSource(dict(xs=list(lines.xs), ys=list(lines.ys))))
 
 
-def _browser_only(*ranges):
+def browser_only(*ranges):
     """Auto ranges (DataRange1d) follow the data in the browser at every redraw, and by default send
     each new extent back: one more message to the server per frame that nothing there reads."""
     for r in ranges:
         r.syncable = False
 
 
-def _legend(fig, entries, location, click_hide=False):
+def add_legend(fig, entries, location, click_hide=False):
     """A legend of (label, live renderer, stand-in) entries, the stand-in drawn in the legend.
 
     BokehJS rebuilds a legend's DOM whenever a model reachable from its items changes, such as the
@@ -213,23 +213,23 @@ class RunPlots:
         self.main = None
         if self.dim >= 2:
             v = self.var
-            self.main = _fig(f"{self.title} — {v}₁, {v}₂", MAIN_HEIGHT, x_range=Range1d(*pot.box[0]),
+            self.main = new_figure(f"{self.title} — {v}₁, {v}₂", MAIN_HEIGHT, x_range=Range1d(*pot.box[0]),
                              y_range=Range1d(*pot.box[1]), x_axis_label=f"{v}₁", y_axis_label=f"{v}₂")
             if self.dim == 2:
                 axes, dens = pot.grid(151)
                 _density_image(self.main, axes, dens)
             for k in range(K):
-                _draw(self.main, Line(x=f"x{k}", y=f"y{k}", line_color=PATH_COLORS[k % 6], line_width=1.5,
+                add_glyph(self.main, Line(x=f"x{k}", y=f"y{k}", line_color=PATH_COLORS[k % 6], line_width=1.5,
                                       line_alpha=0.9), self.paths, LIVE)
         elif self.has_momentum:
             M = float(side.sampler.params.get("M", 1.0) or 1.0)
             rbox = _r_box(side)
-            self.main = _fig(f"{self.title} — phase plane (θ, r)", MAIN_HEIGHT, x_range=Range1d(*pot.box[0]),
+            self.main = new_figure(f"{self.title} — phase plane (θ, r)", MAIN_HEIGHT, x_range=Range1d(*pot.box[0]),
                              y_range=Range1d(*rbox), x_axis_label="θ", y_axis_label="r")
             axes, dens = phase_density(pot, rbox, M)
             _density_image(self.main, axes, dens)
             for k in range(K):
-                _draw(self.main, Line(x=f"x{k}", y=f"r{k}", line_color=PATH_COLORS[k % 6], line_width=1.5),
+                add_glyph(self.main, Line(x=f"x{k}", y=f"r{k}", line_color=PATH_COLORS[k % 6], line_width=1.5),
                       self.paths, LIVE)
         if self.main is not None:
             self._add_ensemble(K)
@@ -238,12 +238,12 @@ class RunPlots:
 
         self.trace = None
         if self.dim == 1:
-            self.trace = _fig(f"{self.title} — trace of θ" if self.main is None else "trace of θ",
+            self.trace = new_figure(f"{self.title} — trace of θ" if self.main is None else "trace of θ",
                               MAIN_HEIGHT if self.main is None else 180, y_range=Range1d(*pot.box[0]),
                               x_range=Range1d(0, TRACE_ROLLOVER + TRACE_AHEAD), x_axis_label="step", y_axis_label="θ")
             self.trace.name = f"trace-{run.label}"
             for k in range(K):
-                _draw(self.trace, Line(x="t", y=f"x{k}", line_color=PATH_COLORS[k % 6], line_width=1.2),
+                add_glyph(self.trace, Line(x="t", y=f"x{k}", line_color=PATH_COLORS[k % 6], line_width=1.2),
                       self.trace_paths, LIVE)
             self.figures.append(self.trace)
 
@@ -259,7 +259,7 @@ class RunPlots:
         if run.log_marginal is not None:
             self._add_log_marginal(run)
 
-        _lighten(self.figures)
+        lighten(self.figures)
         self._y_ends = [fig.y_range.end for fig in self.marginals]
         self.metrics = pn.pane.HTML("", sizing_mode="stretch_width", disable_math=True, margin=(5, 10),
                                     styles={"font-size": "13px"})
@@ -268,13 +268,13 @@ class RunPlots:
     def _add_ensemble(self, K):
         """The ensemble's points and, on top, the highlighted chains: the first K rows of the same source."""
         main = self.main
-        ens = _draw(main, Scatter(**ENSEMBLE_STYLE), self.ens, LIVE)
+        ens = add_glyph(main, Scatter(**ENSEMBLE_STYLE), self.ens, LIVE)
         colors = linear_cmap("hid", PATH_COLORS[:K], -0.5, K - 0.5)
-        highlighted = _draw(main, Scatter(fill_color=colors, **HIGHLIGHT_STYLE), self.ens, LIVE,
+        highlighted = add_glyph(main, Scatter(fill_color=colors, **HIGHLIGHT_STYLE), self.ens, LIVE,
                             view=CDSView(filter=IndexFilter(list(range(K)))))
-        _legend(main, [("ensemble", ens, _draw(main, Scatter(**ENSEMBLE_STYLE), self.blank)),
+        add_legend(main, [("ensemble", ens, add_glyph(main, Scatter(**ENSEMBLE_STYLE), self.blank)),
                        ("highlighted chains", highlighted,
-                        _draw(main, Scatter(fill_color=PATH_COLORS[0], **HIGHLIGHT_STYLE), self.blank))],
+                        add_glyph(main, Scatter(fill_color=PATH_COLORS[0], **HIGHLIGHT_STYLE), self.blank))],
                 "top_left", click_hide=True)
 
     def _add_marginal(self, run, i):
@@ -286,7 +286,7 @@ class RunPlots:
         marg = pot.marginals.get(i)
         ys = np.asarray(marg(xs), float) if marg is not None else np.zeros_like(xs)
         peak = float(np.nanmax(ys)) if np.isfinite(ys).any() and np.nanmax(ys) > 0 else 1.0
-        p = _fig(f"marginal of {coord}: samples vs exact", MARGINAL_HEIGHT, x_range=Range1d(edges[0], edges[-1]),
+        p = new_figure(f"marginal of {coord}: samples vs exact", MARGINAL_HEIGHT, x_range=Range1d(edges[0], edges[-1]),
                  y_range=Range1d(0, 1.25 * peak), x_axis_label=coord, y_axis_label="density")
         self._add_histogram(p, dict(left=f"left{i}", right=f"right{i}", top=f"top{i}", source=self.hist),
                             (xs, ys) if marg is not None else None, "top_right")
@@ -297,7 +297,7 @@ class RunPlots:
         lm = run.log_marginal
         k = lm["index"] + 1
         edges = lm["edges"]
-        p = _fig(f"log₁₀ of a small component, {self.var}{k}: samples vs exact", MARGINAL_HEIGHT,
+        p = new_figure(f"log₁₀ of a small component, {self.var}{k}: samples vs exact", MARGINAL_HEIGHT,
                  x_range=Range1d(edges[0], edges[-1]), y_range=Range1d(0, 1.25 * max(float(np.max(lm["exact"])), 1e-9)),
                  x_axis_label=f"log₁₀ {self.var}{k}",
                  y_axis_label=f"density of log₁₀ {self.var}")
@@ -314,12 +314,12 @@ class RunPlots:
         (on the overlay level) so that the curve stays on top of the bars."""
         style = dict(fill_color=self.color, fill_alpha=0.45, line_color=self.color, line_alpha=0.6)
         source = columns.pop("source")
-        bars = _draw(fig, Quad(bottom=0, **columns, **style), source, LIVE)
-        entries = [("samples", bars, _draw(fig, Quad(**style), self.blank))]
+        bars = add_glyph(fig, Quad(bottom=0, **columns, **style), source, LIVE)
+        entries = [("samples", bars, add_glyph(fig, Quad(**style), self.blank))]
         if exact is not None:
             line = Line(line_color="black", line_width=2)
-            entries.append(("exact", _draw(fig, line, ColumnDataSource(dict(x=exact[0], y=exact[1])), LIVE), None))
-        _legend(fig, entries, location)
+            entries.append(("exact", add_glyph(fig, line, ColumnDataSource(dict(x=exact[0], y=exact[1])), LIVE), None))
+        add_legend(fig, entries, location)
 
     def rebind(self, run: LiveRun, side) -> None:
         """Show a new run of the same structure: new titles, emptied sources, ranges as first drawn."""
@@ -434,7 +434,7 @@ def _r_box(side) -> tuple:
     return (-4.0 * math.sqrt(M), 4.0 * math.sqrt(M))
 
 
-def _fmt(v, digits=3):
+def fmt(v, digits=3):
     if v is None or (isinstance(v, float) and not np.isfinite(v)):
         return "–"
     if isinstance(v, (int, np.integer)):
@@ -448,17 +448,17 @@ def metrics_html(m: dict, label: str, color: str, title: str) -> str:
     """A small table; each value carries data-metric="<name>-<run>" so tests can read it."""
     src = (f"samples since step {m['burn']}" if m.get("accumulating")
            else f"ensemble now (accumulates after step {m['burn']})")
-    rows = [("step", "t", _fmt(m["t"])),
-            ("KL to exact", "kl", _fmt(m["kl"])),
-            ("TV to exact", "tv", _fmt(m["tv"])),
-            ("ESS (θ₁)", "ess", _fmt(m["ess"])),
+    rows = [("step", "t", fmt(m["t"])),
+            ("KL to exact", "kl", fmt(m["kl"])),
+            ("TV to exact", "tv", fmt(m["tv"])),
+            ("ESS (θ₁)", "ess", fmt(m["ess"])),
             ("diverged chains", "diverged", f"{m['diverged']:,} / {m['chains']:,}")]
     if "xi" in m:
-        rows.append(("ξ (mean)", "xi", _fmt(m["xi"])))
+        rows.append(("ξ (mean)", "xi", fmt(m["xi"])))
     if "temperature" in m:
-        rows.append(("kinetic temperature", "temperature", _fmt(m["temperature"])))
+        rows.append(("kinetic temperature", "temperature", fmt(m["temperature"])))
     if "acceptance" in m:
-        rows.append(("acceptance rate", "acceptance", _fmt(m["acceptance"])))
+        rows.append(("acceptance rate", "acceptance", fmt(m["acceptance"])))
     if m.get("residual_text"):
         rows.append(("FP residual", "residual", m["residual_text"]))
     cells = "".join(
@@ -509,7 +509,7 @@ class KLHistory:
     """KL of each run against the step, log scale: where naive and corrected part ways."""
 
     def __init__(self, runs, labels):
-        self.fig = _fig("KL to the exact density (log scale)", 200, y_axis_type="log", x_axis_label="step",
+        self.fig = new_figure("KL to the exact density (log scale)", 200, y_axis_type="log", x_axis_label="step",
                         y_axis_label="KL")
         self.fig.name = "kl-history"
         self.fig.yaxis.ticker = CustomJSTicker(major_code=LOG_TICKS_JS)
@@ -519,13 +519,13 @@ class KLHistory:
         for run, label in zip(runs, labels):
             src = ColumnDataSource(dict(t=[], kl=[]), name=f"kl-{run.label}")
             style = dict(line_color=RUN_COLORS.get(run.label, "#1f77b4"), line_width=2)
-            entries.append((label, _draw(self.fig, Line(x="t", y="kl", **style), src),
-                            _draw(self.fig, Line(**style), blank)))
+            entries.append((label, add_glyph(self.fig, Line(x="t", y="kl", **style), src),
+                            add_glyph(self.fig, Line(**style), blank)))
             self.sources.append(src)
-        self.legend = _legend(self.fig, entries, "top_right")
-        _lighten([self.fig])
+        self.legend = add_legend(self.fig, entries, "top_right")
+        lighten([self.fig])
         self.reset(labels)
-        _browser_only(self.fig.x_range, self.fig.y_range)
+        browser_only(self.fig.x_range, self.fig.y_range)
 
     def reset(self, labels):
         for src, item, label in zip(self.sources, self.legend.items, labels):

@@ -16,7 +16,8 @@ from scipy.interpolate import RegularGridInterpolator
 from samplers.engine.stationarity import map_planes, residual_map
 
 from ..model.lab import RESIDUAL_OK, Lab
-from .plots import _fig
+from ..model.runner import Failure
+from .plots import new_figure
 
 GRID = 61
 PALETTE = list(RdBu11)       # Bokeh's RdBu runs blue to red: blue, mass destroyed; white, zero; red, created
@@ -67,7 +68,7 @@ class ResidualMapView(Viewer):
         super().__init__(**params)
         self.lab = lab
         self.pick = pick or (lambda lab: lab.sides[0] if lab.sides else None)
-        self.fig = _fig("∂ₜp at p = e^(−H)", 300, x_axis_label="θ", y_axis_label="r")
+        self.fig = new_figure("∂ₜp at p = e^(−H)", 300, x_axis_label="θ", y_axis_label="r")
         self.fig.name = "residual-map"
         self.mapper = LinearColorMapper(palette=PALETTE, low=-1, high=1)
         self.image = ColumnDataSource(dict(image=[np.zeros((2, 2))], x=[0], y=[0], dw=[1], dh=[1]),
@@ -104,9 +105,9 @@ class ResidualMapView(Viewer):
         self.lab.offload(lambda: self._telling_plane(side, pot), lambda m: key == self._key and self._draw(side, m))
 
     def _draw(self, side, m) -> None:
-        if isinstance(m, Exception):    # a user's D may be singular on the grid: say so, keep the page
+        if isinstance(m, Failure):      # a user's D may be singular on the grid: say so, keep the page
             self.pane.visible = False
-            self.caption.object = f"<i>No residual map: {html.escape(str(m))}</i>"
+            self.caption.object = f"<i>No residual map: {html.escape(m.message)}</i>"
             return
         self.pane.visible = True
         x, y = m.axes

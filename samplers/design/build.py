@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy
 
+from samplers.cache import BoundedCache
 from samplers.design.schema import Design
 from samplers.design.yamlfile import DesignError
 from samplers.engine.edit import parse_cell
@@ -43,12 +44,8 @@ def build_recipe(design: Design, naive: bool = False, **params) -> Recipe:
     values = {k: float(params.get(k, design.params[k])) for k in design.constants}
     drop = drop_of(design, naive)
     key = (tuple(sorted(values.items())), drop)
-    recipes = design.cache.setdefault("recipes", {})
-    if key not in recipes:
-        if len(recipes) >= CACHE_SIZE:
-            recipes.pop(next(iter(list(recipes))), None)   # the oldest; a copy, as another thread may add one
-        recipes[key] = _derive(design, values, drop)
-    return recipes[key]
+    recipes = design.cache.setdefault("recipes", BoundedCache(CACHE_SIZE))
+    return recipes.get_or_make(key, lambda: _derive(design, values, drop))
 
 
 def _derive(design: Design, values: dict, drop: frozenset) -> Recipe:

@@ -5,10 +5,12 @@ from dataclasses import dataclass
 
 import sympy
 
+from samplers.errors import InputError
+
 DROPPABLE = {"gamma": r"\Gamma", "friction": r"D\nabla H", "noise_correction": r"\epsilon\hat B"}
 
 
-class RecipeError(ValueError):
+class RecipeError(InputError):
     """An invalid (H, D, Q): the message names the offending entry and value; `cells` lists the
     entries at fault as (matrix, i, j), so an editor can mark them without reading the message."""
 

@@ -15,20 +15,17 @@ from sympy import Matrix, zeros
 from samplers.engine.info import StepInfo
 from samplers.engine.recipe import Recipe
 from samplers.engine.symbols import StateSymbols
+from samplers.families.common import names
 from samplers.sampler import EPS, M, Param, SamplerSpec, choice
 
 DIVERGENT = 1000.0   # |H1 - H0| beyond which a trajectory counts as divergent (Stan's threshold)
 
 
-def _names(prefix: str, d: int) -> list[str]:
-    return [prefix] if d == 1 else [f"{prefix}_{i + 1}" for i in range(d)]
-
-
 def hmc_layout(d, params):
-    return {"momentum": _names("r", d)}
+    return {"momentum": names("r", d)}
 
 
-def _init_momentum(s, chains, rng):
+def init_momentum(s, chains, rng):
     """p ~ N(0, M / beta), the momentum's law under exp(-beta H)."""
     return np.sqrt(s["M"] / s.beta) * rng.standard_normal((chains, s.dim))
 
@@ -161,7 +158,7 @@ class LeapfrogRecipe(Recipe):
 
 def hmc_recipe(s):
     d, M = s.dim, s["M"]
-    sym = StateSymbols.make(d, _names("r", d))
+    sym = StateSymbols.make(d, names("r", d))
     r = Matrix(sym.aux)
     Q = Matrix(sympy.BlockMatrix([[zeros(d, d), -sympy.eye(d)], [sympy.eye(d), zeros(d, d)]]))
     return LeapfrogRecipe("hmc", sym, (r.T * r)[0] / (2 * M), zeros(2 * d, 2 * d), Q, sampler=s,
@@ -183,6 +180,6 @@ HMC = SamplerSpec(
     "is one proposal. In the recipe: D = 0, Q = [[0, −I], [I, 0]]. With a noisy gradient oracle the leapfrog "
     "map stays volume preserving and reversible in law, so the test with the exact U keeps it exact. "
     "Each proposal reports its acceptances in its StepInfo; runs keep the acceptance rate.",
-    params=HMC_PARAMS, layout=hmc_layout, recipe=hmc_recipe, fast=hmc_fast, init_aux=_init_momentum,
+    params=HMC_PARAMS, layout=hmc_layout, recipe=hmc_recipe, fast=hmc_fast, init_aux=init_momentum,
     family="hamiltonian", exact=True)
 

@@ -27,6 +27,7 @@ from sympy import Matrix, zeros
 
 from samplers.engine.recipe import Recipe
 from samplers.engine.symbols import StateSymbols
+from samplers.families.common import names
 from samplers.families.curvature import (
     LBFGSOperator,
     batched_matvec,
@@ -39,8 +40,7 @@ from samplers.families.hmc import (
     HMC_PARAMS,
     METROPOLIS,
     LeapfrogRecipe,
-    _init_momentum,
-    _names,
+    init_momentum,
     proposal,
 )
 from samplers.sampler import Param, SamplerError, SamplerSpec, choice
@@ -70,15 +70,15 @@ def qn_layout(d, params) -> dict:
         raise SamplerError("update = sr1 needs the dense B (memory = 0); L-BFGS is BFGS only")
     if m == 0:
         b = ["B"] if d == 1 else [f"B_{i + 1}_{j + 1}" for i in range(d) for j in range(d)]
-        return {"momentum": _names("r", d), "curvature": b}
-    return {"momentum": _names("r", d),
+        return {"momentum": names("r", d), "curvature": b}
+    return {"momentum": names("r", d),
             "curvature": [f"{w}{k + 1}_{i + 1}" for w in "sy" for k in range(m) for i in range(d)]}
 
 
 
 def _init_qn(s, chains, rng):
     """p ~ N(0, M) and B = B0 I (Algorithm 2's input: B = I), or an empty L-BFGS memory."""
-    return np.concatenate([_init_momentum(s, chains, rng), initial_memory(s, chains)], axis=1)
+    return np.concatenate([init_momentum(s, chains, rng), initial_memory(s, chains)], axis=1)
 
 
 class Curvature:
@@ -223,7 +223,7 @@ def qn_recipe(s):
     if qn_memory(d, s.params) != 0:
         return _lbfgs_recipe(s)
     b_names = qn_layout(d, s.params)["curvature"]
-    sym = StateSymbols.make(d, _names("r", d) + b_names)
+    sym = StateSymbols.make(d, names("r", d) + b_names)
     r = Matrix(sym.aux[:d])
     B = Matrix(d, d, sym.aux[d:])
     n = 2 * d + d * d
@@ -270,7 +270,7 @@ def fixed_c_recipe(C, M: float = 1.0, dim: int = 1):
     """Eq. (7) with a constant symmetric positive definite C, z = (theta, p): D = 0, Q = [[0, -C], [C, 0]]."""
     C = Matrix(np.atleast_2d(C).tolist())
     d = dim
-    sym = StateSymbols.make(d, _names("r", d))
+    sym = StateSymbols.make(d, names("r", d))
     r = Matrix(sym.aux)
     Q = Matrix(sympy.BlockMatrix([[zeros(d, d), -C], [C.T, zeros(d, d)]]))
     return Recipe("qnhmc-fixed-C", sym, (r.T * r)[0] / (2 * M), zeros(2 * d, 2 * d), Q,

@@ -35,6 +35,8 @@ from typing import NamedTuple
 
 import sympy
 
+from samplers.errors import InputError
+
 __all__ = [
     "ExpressionError",
     "LIMITS",
@@ -90,7 +92,7 @@ _CHAR_HINTS = {
 }
 
 
-class ExpressionError(ValueError):
+class ExpressionError(InputError):
     """A problem with the user's expression.
 
     The message is one user-facing line (positions in it count from 1);

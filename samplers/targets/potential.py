@@ -16,10 +16,12 @@ from functools import cached_property
 import numpy as np
 from scipy.special import logsumexp
 
+from samplers.errors import InputError
+
 Array = np.ndarray
 
 
-class PotentialError(ValueError):
+class PotentialError(InputError):
     """A potential that cannot be used: unknown name, bad expression, not integrable."""
 
 
