@@ -138,7 +138,8 @@ def parse_value(p: param.Parameter, text: str):
         if text not in p.objects:
             raise ValueError(f"must be one of {', '.join(map(str, p.objects))}")
         return text
-    value = parse_int(text) if isinstance(p, param.Integer) else parse_float(text) if isinstance(p, param.Number) else text
+    value = (parse_int(text) if isinstance(p, param.Integer) else parse_float(text) if isinstance(p, param.Number)
+             else text)
     why = out_of_bounds(p, value)
     if why:
         raise ValueError(why)
