@@ -132,3 +132,38 @@ def test_a_typed_potential_is_drawn_where_its_mass_is(text, box):
 def test_a_typed_potential_unbounded_below_between_grid_points_is_refused(text):
     with pytest.raises(PotentialError, match="unbounded below near"):
         get_potential("expr:" + text)
+
+
+# Issue 25, "Powers of products": a plain Gaussian typed with a power of a product was refused ("the gradient of U
+# is not finite at (-7.5, 1)"), and so was chi-feng/mcmc-demo's banana typed as main/MCMC.js writes it: the
+# bivariate normal of mean (0, 4) and covariance [[1, 0.5], [0.5, 1]] (precision (4/3)[[1, -0.5], [-0.5, 1]]) at
+# y0 = x[0]/a, y1 = x[1]*a + a*b*(x[0]*x[0] + a*a), a = 2, b = 0.2. Both maps have Jacobian 1, so
+# Z = 2 pi sqrt(det cov) = 2 pi sqrt(3/4) for the banana and sqrt(4 pi) sqrt(pi/9) for the Gaussian.
+BANANA_MCMC_DEMO = ("(2/3)*((x/2)^2 - (x/2)*(2*y + 2*0.2*(x*x + 2*2) - 4) + (2*y + 2*0.2*(x*x + 2*2) - 4)^2)")
+
+
+@pytest.mark.parametrize("text, log_z", [("(x/2)^2 + (3*(y-1))^2", np.log(2 * np.pi / 3)),
+                                         (BANANA_MCMC_DEMO, np.log(2 * np.pi * np.sqrt(0.75)))])
+def test_powers_of_products_are_accepted_with_finite_gradients(text, log_z):
+    pot = get_potential("expr:" + text)
+    assert pot.log_z == pytest.approx(log_z, abs=1e-6)
+    rng = np.random.default_rng(3)
+    lo, hi = np.array(pot.box).T
+    pts = lo + (hi - lo) * rng.random((50, 2))
+    pts[:10, 0] = 0.0                                     # where sympy's rule gave 0/0
+    g = pot.grad(pts)
+    assert np.isfinite(g).all()
+    np.testing.assert_allclose(g, fd_grad(pot.U, pts), rtol=1e-5, atol=1e-6 * np.abs(g).max())
+
+
+@pytest.mark.parametrize("text, where, smoothing", [
+    ("sqrt(x^2 + y^2)", "x = 0, y = 0", "sqrt(x^2 + y^2 + 1e-6)"),                 # the issue's kink at r = 0
+    ("(sqrt(x^2 + y^2) - 2.6)^2/0.033", "x = 0, y = 0", "sqrt(x^2 + y^2 + 1e-6)"),  # mcmc-demo's donut, unsmoothed
+    ("x^2/2 + (x^2)^(1/3)", "x = 0", "(x^2 + 1e-6)^(1/3)"),
+])
+def test_a_kink_is_named_with_the_smoothing_that_fixes_it(text, where, smoothing):
+    with pytest.raises(PotentialError) as err:
+        get_potential("expr:" + text)
+    assert f"not differentiable at {where}" in str(err.value) and f"e.g. {smoothing}" in str(err.value)
+    fixed = text.replace("sqrt(x^2 + y^2)", smoothing) if "sqrt" in text else text.replace("(x^2)", "(x^2 + 1e-6)")
+    assert np.isfinite(get_potential("expr:" + fixed).log_z)

@@ -5,7 +5,7 @@ import numpy as np
 import sympy
 from scipy import optimize
 
-from samplers.targets.expr import ExpressionError, compile_expression
+from samplers.targets.expr import ExpressionError, compile_expression, differentiate
 from samplers.targets.potential import NotFinite, NotIntegrable, Potential, PotentialError
 
 BOX_HALF_WIDTHS = (5.0, 10.0, 20.0)
@@ -27,7 +27,7 @@ def typed_potential(text: str, box=None) -> Potential:
         raise PotentialError(f"invalid expression: {err}") from None
     names = ("x", "y") if "y" in used else ("x",)
     syms = [sympy.Symbol(n, real=True) for n in names]
-    grads = [sympy.diff(expr, s) for s in syms]
+    grads = [differentiate(expr, s) for s in syms]
     d = len(syms)
     U = _vectorise(sympy.lambdify(syms, expr, "numpy"), lambda t: (t.shape[0],))
     gfun = sympy.lambdify(syms, grads, "numpy")
@@ -53,7 +53,7 @@ def typed_potential(text: str, box=None) -> Potential:
         _check_bounded_below(pot, names)
         if box is None:
             pot = build(_fitted_box(pot))
-        _check_gradient_finite(pot)
+        _check_gradient_finite(pot, expr, syms)
         pot.sym = expr
         return pot
     raise _in_plain_words(first, names)
@@ -107,11 +107,35 @@ def _check_bounded_below(pot: Potential, names, jump: float = 1.0):
         raise PotentialError(f"U is unbounded below near {at}: exp(-U) is not a probability density there")
 
 
-def _check_gradient_finite(pot: Potential, n: int = 101):
+def _check_gradient_finite(pot: Potential, expr, syms, n: int = 101):
     axes = [np.linspace(lo, hi, n) for lo, hi in pot.box]
     pts = np.stack([a.ravel() for a in np.meshgrid(*axes, indexing="ij")], axis=1)
     g = pot.grad(pts)
     bad = ~np.isfinite(g).all(axis=1)
     if bad.any():
-        where = ", ".join(f"{v:.3g}" for v in pts[np.argmax(bad)])
-        raise PotentialError(f"the gradient of U is not finite at ({where})")
+        at = pts[np.argmax(bad)]
+        raise PotentialError(_kink(expr, syms, at) or
+                             f"the gradient of U is not finite at ({', '.join(f'{v:.3g}' for v in at)})")
+
+
+def _kink(expr, syms, at) -> str | None:
+    """U is finite at `at` but its gradient is not: name the root (b^p, 0 < p < 1) whose base vanishes there, and
+    the smoothing that makes U differentiable, as a user would type it."""
+    point = dict(zip(syms, at))
+    where = ", ".join(f"{s} = {v:.3g}" for s, v in point.items())
+    for node in sympy.preorder_traversal(expr):
+        if not (node.is_Pow and node.exp.is_number and 0 < node.exp < 1 and node.base.free_symbols):
+            continue
+        base = float(sympy.lambdify(syms, node.base, "math")(*at))
+        if abs(base) > 1e-12:
+            continue
+        b = _typed(node.base)
+        typed = f"sqrt({b})" if node.exp == sympy.S.Half else f"({b})^({_typed(node.exp)})"
+        smooth = f"sqrt({b} + 1e-6)" if node.exp == sympy.S.Half else f"({b} + 1e-6)^({_typed(node.exp)})"
+        return (f"U is not differentiable at {where}: {typed} has a kink where {b} = 0, so its gradient is "
+                f"not finite there; smooth it, e.g. {smooth}")
+    return None
+
+
+def _typed(e) -> str:
+    return sympy.sstr(e).replace("**", "^")
