@@ -200,3 +200,22 @@ def test_sample_refuses_sizes_it_could_not_hold_or_finish(args, message, tmp_pat
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1, err
+
+
+def test_diagnose_scores_exact_funnel_draws_at_their_noise_floor(tmp_path, capsys):
+    """Issue 25, "Done when": diagnose on 2e5 exact draws of the funnel (y ~ N(0, 2.5^2), x | y ~ N(0, e^y)) scores
+    at its noise floor. For exact draws KL ~ chi2_k / (2n), so its sd is sqrt(floor / n): within 4 of those."""
+    from samplers.accuracy import kl_noise_floor
+    from samplers.cli import save_npz
+    from samplers.targets.presets import get_potential
+    spec = "expr:y^2/12.5 + x^2*exp(-y)/2 + y/2"
+    rng = np.random.default_rng(11)
+    y = rng.normal(0.0, 2.5, 200_000)
+    theta = np.stack([rng.normal(size=y.size) * np.exp(y / 2), y], axis=1).reshape(200, 1000, 2)
+    path = tmp_path / "funnel.npz"
+    save_npz(path, theta=theta, meta=np.array(json.dumps(dict(potential=spec, sampler="exact"))))
+    capsys.readouterr()
+    assert main(["diagnose", str(path)]) == 0
+    kl = float(next(line.split()[1] for line in capsys.readouterr().out.splitlines() if line.startswith("KL")))
+    floor = kl_noise_floor(get_potential(spec), theta)
+    assert abs(kl - floor) <= 4 * np.sqrt(floor / y.size) + 0.02 * floor

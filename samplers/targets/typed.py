@@ -7,6 +7,7 @@ from scipy import optimize
 
 from samplers.targets.expr import ExpressionError, compile_expression, differentiate
 from samplers.targets.potential import NotFinite, NotIntegrable, Potential, PotentialError
+from samplers.targets.reference import Reference, find_support
 
 BOX_HALF_WIDTHS = (5.0, 10.0, 20.0)
 
@@ -37,26 +38,51 @@ def typed_potential(text: str, box=None) -> Potential:
             parts = gfun(*t.T)
         return np.stack([np.broadcast_to(np.asarray(g, float), (t.shape[0],)) for g in parts], axis=1)
 
-    boxes = [box] if box is not None else [tuple((-h, h) for _ in range(d)) for h in BOX_HALF_WIDTHS]
-    first = None   # what the smallest box found is the plainest to report
-    def build(b):
-        return Potential(f"expr:{text.strip()}", d, U, grad, tuple(b), description="typed potential",
-                         formula="U = " + sympy.latex(expr)).normalise()
+    def build(b, reference=None):
+        return Potential(f"expr:{text.strip()}", d, U, grad, tuple(map(tuple, b)), description="typed potential",
+                         formula="U = " + sympy.latex(expr), reference=reference).normalise()
 
-    for b in boxes:
+    # The grid on growing search boxes finds what is wrong with U in the plainest terms (not finite, unbounded
+    # below between grid points) and, where exp(-U) has decayed inside one, the box its density is drawn on.
+    fitted, first = None, None
+    for h in BOX_HALF_WIDTHS:
         try:
-            # a typed U is checked at once: finite on the box, and exp(-U) decays inside it
-            pot = build(b)
+            grid_pot = build(tuple((-h, h) for _ in range(d)))
         except PotentialError as err:
             first = first or err
             continue
-        _check_bounded_below(pot, names)
-        if box is None:
-            pot = build(_fitted_box(pot))
-        _check_gradient_finite(pot, expr, syms)
-        pot.sym = expr
-        return pot
-    raise _in_plain_words(first, names)
+        _check_bounded_below(grid_pot, names)
+        fitted = _fitted_box(grid_pot)
+        break
+    if fitted is None and not isinstance(first, NotIntegrable):
+        raise _in_plain_words(first, names)
+    # The law itself: its support followed out along every tail, then adaptive cubature over it. A heavy tail
+    # (a funnel's x, whose sd is exp(y/2)) is not refused for decaying outside a search box.
+    try:
+        reference = Reference(U, d, find_support(U, d, names))
+    except PotentialError as err:
+        raise _in_plain_words(err, names) from None
+    if box is None:
+        box = _mass_box(reference, fitted)
+    pot = build(box, reference)
+    _check_gradient_finite(pot, expr, syms)
+    pot.sym = expr
+    return pot
+
+
+def _mass_box(reference: Reference, fitted, tail: float = 1e-4) -> tuple:
+    """The box drawn for a typed U: where its marginals hold all but `tail` on each side, padded by a twentieth and
+    rounded outward, joined with the box where its density is above 1e-5 of its peak (`_fitted_box`)."""
+    out = []
+    for k in range(reference.d):
+        lo, hi = reference.quantile(k, tail), reference.quantile(k, 1 - tail)
+        pad = 0.05 * (hi - lo)
+        step = 0.5 * 10 ** max(0, int(np.floor(np.log10(max(hi - lo, 1e-12) / 20))))
+        lo, hi = step * np.floor((lo - pad) / step), step * np.ceil((hi + pad) / step)
+        if fitted is not None:
+            lo, hi = min(lo, fitted[k][0]), max(hi, fitted[k][1])
+        out.append((float(lo), float(hi)))
+    return tuple(out)
 
 
 def _fitted_box(pot: Potential, floor: float = 1e-5, step: float = 0.5) -> tuple:
@@ -81,7 +107,7 @@ def _in_plain_words(err: PotentialError, names) -> PotentialError:
         at = ", ".join(f"{n} = {v:.3g}" for n, v in zip(names, err.where))
         return PotentialError(f"U is not finite at {at}: it must be a finite number everywhere")
     if isinstance(err, NotIntegrable):
-        return PotentialError("exp(-U) does not decay: U must grow in every direction, like x^4 - 2*x^2, "
+        return PotentialError(f"{err}: U must grow in every direction, like x^4 - 2*x^2, "
                               "so that exp(-U) is a probability density")
     return err
 
