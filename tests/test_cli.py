@@ -219,3 +219,41 @@ def test_diagnose_scores_exact_funnel_draws_at_their_noise_floor(tmp_path, capsy
     kl = float(next(line.split()[1] for line in capsys.readouterr().out.splitlines() if line.startswith("KL")))
     floor = kl_noise_floor(get_potential(spec), theta)
     assert abs(kl - floor) <= 4 * np.sqrt(floor / y.size) + 0.02 * floor
+
+
+def test_box_is_set_recorded_and_scored_on(tmp_path, capsys):
+    """Issue 25: the CLI could not set a box at all. `sample --box` draws the target on it and records it, `diagnose`
+    scores on the recorded box, and `diagnose --box` on another."""
+    from samplers.accuracy import score
+    from samplers.targets.presets import get_potential
+    spec = "expr:y^2/12.5 + x^2*exp(-y)/2 + y/2"
+    path = tmp_path / "f.npz"
+    assert main(["sample", "--sampler", "sgld", "--potential", spec, "--box=-10,10,-8,8", "--set", "eps=0.01",
+                 "--steps", "50", "--chains", "40", "--out", str(path)]) == 0
+    with np.load(path) as f:
+        theta, meta = f["theta"], json.loads(str(f["meta"]))
+    assert meta["box"] == [[-10.0, 10.0], [-8.0, 8.0]]
+
+    def kl(*extra):
+        capsys.readouterr()
+        assert main(["diagnose", str(path), *extra]) == 0
+        return float(next(line.split()[1] for line in capsys.readouterr().out.splitlines() if line.startswith("KL")))
+    assert kl() == pytest.approx(score(get_potential(spec, box=((-10, 10), (-8, 8))), theta)["kl"], abs=1e-5)
+    assert kl("--box=-3,3,-5,5") == pytest.approx(score(get_potential(spec, box=((-3, 3), (-5, 5))), theta)["kl"],
+                                                  abs=1e-5)
+    assert kl("--box=-3,3,-5,5") != kl()
+
+
+@pytest.mark.parametrize("box, message", [
+    ("--box=1,-1", "each lo < hi"), ("--box=-1,1,2", "lo,hi (1-d) or lo,hi,lo,hi (2-d)"), ("--box=a,b", "numbers"),
+    ("--box=-inf,1", "each lo < hi"), ("--box=-3,3", "needs 2 (lo, hi) pairs"),
+])
+def test_a_bad_box_is_one_line_and_exit_2(box, message, tmp_path):
+    out = cli("sample", "--sampler", "sgld", "--potential", "banana", box, "--steps", "2", "--out",
+              str(tmp_path / "b.npz"))
+    assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_box_is_in_the_help():
+    assert "--box=-10,10,-8,8" in cli("sample", "--help").stdout.replace("\n", " ").replace("  ", "")
+    assert "--box" in cli("diagnose", "--help").stdout

@@ -147,6 +147,15 @@ class Potential:
             cache[key] = (mass, err)
         return cache[key]
 
+    def boxed(self, box) -> Potential:
+        """The same law drawn and scored on another box (histogram bins, marginal plots): its normalisation is
+        kept, so mass outside the new box counts as outside, not renormalised away."""
+        box = check_box(box, len(self.box))
+        if box == tuple(map(tuple, self.box)):
+            return self
+        log_z, u_min = self._normalisation
+        return dataclasses.replace(self, box=box, known_log_z=log_z, known_u_min=u_min)
+
     def exact_states(self, n: int, rng) -> Array | None:
         """n exact draws of the state theta the samplers move (None where the law has no cheap sampler)."""
         draw = self.state_sampler or self.exact_sampler
@@ -231,6 +240,21 @@ class Potential:
         m = np.trapezoid(dens, other, axis=1 - i)
         xs = axes[i]
         return lambda x: np.interp(x, xs, m, left=0.0, right=0.0)
+
+
+def check_box(box, n: int) -> tuple:
+    """((lo, hi), ...) for n plotted coordinates, each finite with lo < hi: PotentialError in a user's terms if not."""
+    try:
+        box = tuple((float(lo), float(hi)) for lo, hi in box)
+    except (TypeError, ValueError):
+        raise PotentialError(f"a box is one (lo, hi) pair per coordinate, got {box!r}") from None
+    if len(box) != n:
+        raise PotentialError(f"the box needs {n} (lo, hi) pair{'s' if n > 1 else ''} (one per coordinate), "
+                             f"got {len(box)}")
+    for lo, hi in box:
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise PotentialError(f"each side of the box needs finite lo < hi, got ({lo:g}, {hi:g})")
+    return box
 
 
 def _fmt(v) -> str:

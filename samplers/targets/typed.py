@@ -6,7 +6,7 @@ import sympy
 from scipy import optimize
 
 from samplers.targets.expr import ExpressionError, compile_expression, differentiate
-from samplers.targets.potential import NotFinite, NotIntegrable, Potential, PotentialError
+from samplers.targets.potential import NotFinite, NotIntegrable, Potential, PotentialError, check_box
 from samplers.targets.reference import Reference, find_support
 
 BOX_HALF_WIDTHS = (5.0, 10.0, 20.0)
@@ -62,8 +62,7 @@ def typed_potential(text: str, box=None) -> Potential:
         reference = Reference(U, d, find_support(U, d, names))
     except PotentialError as err:
         raise _in_plain_words(err, names) from None
-    if box is None:
-        box = _mass_box(reference, fitted)
+    box = _mass_box(reference, fitted) if box is None else check_box(box, d)
     pot = build(box, reference)
     _check_gradient_finite(pot, expr, syms)
     pot.sym = expr
