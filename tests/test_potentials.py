@@ -240,3 +240,16 @@ def test_a_proper_heavy_tail_is_accepted():
     assert pot.reference.log_z_err <= 1e-5
     assert abs(pot.log_z - np.log(np.pi)) <= 2 * pot.reference.log_z_err
     assert stats.cauchy.cdf(pot.box[0][0]) <= 1e-4 and stats.cauchy.sf(pot.box[0][1]) <= 1e-4
+
+
+@pytest.mark.parametrize("beta", [0.5, 2.0])
+def test_a_tempered_funnel_keeps_an_exact_law(beta):
+    """exp(-beta U) of the 2.5^2 funnel: Z(beta) = int exp(-beta (y^2/12.5 + y/2)) sqrt(2 pi e^y / beta) dy by quad;
+    a 501-point grid on a box grown by 1/sqrt(beta), the route for other targets, refuses it."""
+    from scipy import integrate
+    pot = get_potential("expr:" + FUNNELS[0][0]).tempered(beta)
+    z = integrate.quad(lambda y: np.exp(-beta * (y * y / 12.5 + y / 2)) * np.sqrt(2 * np.pi * np.exp(y) / beta),
+                       -60, 60, epsabs=1e-13)[0]
+    assert abs(pot.log_z - np.log(z)) <= max(pot.reference.log_z_err, 1e-8)
+    with pytest.raises(PotentialError, match="does not decay"):     # proper at beta = 1, improper at 0.4
+        get_potential("expr:log(1 + x^2)").tempered(0.4).normalise()

@@ -113,7 +113,8 @@ class Potential:
             box=box, description=f"{self.description} (tempered: exp(-{beta:g} U))",
             formula=rf"{beta:g}\,\left[{self.formula}\right]" if self.formula else "",
             known_u_min=None if self.known_u_min is None else beta * self.known_u_min, known_log_z=None,
-            known_marginals={}, exact_sampler=None, state_sampler=None, temper=None, reference=None)
+            known_marginals={}, exact_sampler=None, state_sampler=None, temper=None,
+            reference=None if self.reference is None else self.reference.tempered(beta))
 
     def bin_masses(self, edges) -> Array:
         """Exact probability mass of each histogram bin (edges: one array in 1-D, (xedges, yedges) in 2-D),

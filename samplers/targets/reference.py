@@ -256,6 +256,14 @@ class Reference:
         self._z = z
         self._cdf = [_marginal_cdf(pos, g) for pos, g in cub.atoms]
 
+    def tempered(self, beta: float) -> Reference:
+        """The reference of exp(-beta U): its own support (wider for beta < 1; NotIntegrable if it is improper)."""
+        U = self.U
+
+        def tempered_u(t):
+            return beta * U(t)
+        return Reference(tempered_u, self.d, find_support(tempered_u, self.d), self.tol)
+
     @property
     def box(self) -> tuple:
         return tuple((float(e[0]), float(e[-1])) for e in self.support.edges)
