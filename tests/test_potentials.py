@@ -253,3 +253,15 @@ def test_a_tempered_funnel_keeps_an_exact_law(beta):
     assert abs(pot.log_z - np.log(z)) <= max(pot.reference.log_z_err, 1e-8)
     with pytest.raises(PotentialError, match="does not decay"):     # proper at beta = 1, improper at 0.4
         get_potential("expr:log(1 + x^2)").tempered(0.4).normalise()
+
+
+@pytest.mark.parametrize("text, log_z", [
+    ("1e8*(x - 0.1234)^2", 0.5 * np.log(np.pi / 1e8)),                               # sd 7e-5, off every grid node
+    ("1e6*(x - 0.1234)^2 + 1e6*(y + 0.777)^2", np.log(np.pi / 1e6)),
+])
+def test_a_well_narrower_than_the_grid_step_is_a_law_not_a_pole(text, log_z):
+    """Issue 25, features narrower than a grid cell: main refused these as "unbounded below" (the grid's lowest
+    point sits far above the well's bottom). The reference is centred on the minimum found, and the box fits it."""
+    pot = get_potential("expr:" + text)
+    assert abs(pot.log_z - log_z) <= max(pot.reference.log_z_err, 1e-8)
+    assert all(hi - lo < 0.01 for lo, hi in pot.box)

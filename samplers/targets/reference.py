@@ -158,12 +158,16 @@ class Support:
     edges: list                 # per axis: the base cells' edges
     shift: float                # a value near min U, so exp(-(U - shift)) neither overflows nor vanishes
     tail: float                 # mass fraction estimated beyond the support (extrapolated from the outer rings)
+    centre: np.ndarray          # the base grid's centre: its coordinates are node lines
 
 
-def find_support(U, d: int, names=("x", "y")) -> Support:
+def find_support(U, d: int, names=("x", "y"), centre=None) -> Support:
     """The box holding all but a negligible part of exp(-U)'s mass, grown side by side by doubling while the
     outermost ring on that side holds more than TAIL of the mass; NotIntegrable naming the directions where the
-    ring masses do not fall (exp(-U) is not a probability density: mass escapes that way)."""
+    ring masses do not fall (exp(-U) is not a probability density: mass escapes that way). The grid is centred on
+    `centre` (the lowest U found so far), so the mode's coordinates are node lines: a peak there is seen however
+    narrow it is."""
+    centre = np.zeros(d) if centre is None else np.asarray(centre, float)
     rings = np.zeros((d, 2), int)
     ring_mass: dict = {}
     fine = _rule(d, None)
@@ -173,7 +177,7 @@ def find_support(U, d: int, names=("x", "y")) -> Support:
     n_ids = BASE_CELLS + 2 * MAX_RINGS * RING_CELLS + 2
     table = np.full([n_ids] * d, np.nan)
     while True:
-        edges = [_axis_edges(*rings[k]) for k in range(d)]
+        edges = [_axis_edges(*rings[k]) + centre[k] for k in range(d)]
         ids = [np.arange(len(e) - 1) + MAX_RINGS * RING_CELLS - rings[k, 0] * RING_CELLS
                for k, e in enumerate(edges)]
         lo, hi = _cells(edges)
@@ -198,7 +202,7 @@ def find_support(U, d: int, names=("x", "y")) -> Support:
             for side in (0, 1):
                 n = rings[k, side]
                 bound = BASE_HALF_WIDTH * (2 ** (n - 1) if n else 0.5)
-                outer = (lo[:, k] >= bound - 1e-12) if side else (hi[:, k] <= -bound + 1e-12)
+                outer = (lo[:, k] - centre[k] >= bound - 1e-9) if side else (hi[:, k] - centre[k] <= -bound + 1e-9)
                 frac = float(np.exp(logsumexp(logm[outer]) - log_z)) if outer.any() else 0.0
                 ring_mass.setdefault((k, side), []).append(frac)
                 if frac <= TAIL:
@@ -217,7 +221,7 @@ def find_support(U, d: int, names=("x", "y")) -> Support:
             raise NotIntegrable("exp(-U) does not decay as " + " and as ".join(escape) +
                                 ": its mass escapes that way")
         if not grow:
-            return Support(edges, float(-log_z), tails)
+            return Support(edges, float(-log_z), tails, centre)
         for k, side in grow:
             rings[k, side] += 1
 
@@ -244,6 +248,7 @@ class Reference:
     def __init__(self, U, d: int, support: Support, rtol: float = 1e-9):
         self.U, self.d, self.support = U, d, support
         self.shift = support.shift
+        self.centre = support.centre
         lo, hi = _cells(support.edges)
         # log Z ~ -shift: tolerances are absolute in units of Z (so about rtol of Z per cell)
         self.tol = rtol
@@ -262,7 +267,7 @@ class Reference:
 
         def tempered_u(t):
             return beta * U(t)
-        return Reference(tempered_u, self.d, find_support(tempered_u, self.d), self.tol)
+        return Reference(tempered_u, self.d, find_support(tempered_u, self.d, centre=self.centre), self.tol)
 
     @property
     def box(self) -> tuple:

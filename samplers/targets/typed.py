@@ -44,14 +44,14 @@ def typed_potential(text: str, box=None) -> Potential:
 
     # The grid on growing search boxes finds what is wrong with U in the plainest terms (not finite, unbounded
     # below between grid points) and, where exp(-U) has decayed inside one, the box its density is drawn on.
-    fitted, first = None, None
+    fitted, first, centre = None, None, None
     for h in BOX_HALF_WIDTHS:
         try:
             grid_pot = build(tuple((-h, h) for _ in range(d)))
         except PotentialError as err:
             first = first or err
             continue
-        _check_bounded_below(grid_pot, names)
+        centre = _check_bounded_below(grid_pot, names)
         fitted = _fitted_box(grid_pot)
         break
     if fitted is None and not isinstance(first, NotIntegrable):
@@ -59,7 +59,7 @@ def typed_potential(text: str, box=None) -> Potential:
     # The law itself: its support followed out along every tail, then adaptive cubature over it. A heavy tail
     # (a funnel's x, whose sd is exp(y/2)) is not refused for decaying outside a search box.
     try:
-        reference = Reference(U, d, find_support(U, d, names))
+        reference = Reference(U, d, find_support(U, d, names, centre))
     except PotentialError as err:
         raise _in_plain_words(err, names) from None
     box = _mass_box(reference, fitted) if box is None else check_box(box, d)
@@ -76,9 +76,12 @@ def _mass_box(reference: Reference, fitted, tail: float = 1e-4) -> tuple:
     for k in range(reference.d):
         lo, hi = reference.quantile(k, tail), reference.quantile(k, 1 - tail)
         pad = 0.05 * (hi - lo)
-        step = 0.5 * 10 ** max(0, int(np.floor(np.log10(max(hi - lo, 1e-12) / 20))))
-        lo, hi = step * np.floor((lo - pad) / step), step * np.ceil((hi + pad) / step)
-        if fitted is not None:
+        width = max(hi - lo, 1e-12)
+        step = 0.5 * 10.0 ** np.floor(np.log10(width / 20) if width > 20 else min(0.0, np.log10(width)))
+        lo, hi = (float(np.round(step * np.floor((lo - pad) / step), 12)),
+                  float(np.round(step * np.ceil((hi + pad) / step), 12)))
+        # the old box, unless it is far wider than the mass (a well narrower than its grid's step)
+        if fitted is not None and fitted[k][1] - fitted[k][0] < 10 * (hi - lo):
             lo, hi = min(lo, fitted[k][0]), max(hi, fitted[k][1])
         out.append((float(lo), float(hi)))
     return tuple(out)
@@ -114,7 +117,9 @@ def _in_plain_words(err: PotentialError, names) -> PotentialError:
 def _check_bounded_below(pot: Potential, names, jump: float = 1.0):
     """U must not plunge between the normalisation grid's points: at a pole such as tan(x)'s, U tends to
     -inf on one side, exp(-U) is not integrable, and the grid's lowest value only says how close a point
-    came. Minimising U within a cell of that point shows it (a smooth minimum moves by O(h^2))."""
+    came. Minimising U within a cell of that point shows it (a smooth minimum moves by O(h^2)). A well narrower
+    than the grid's step also drops below the grid's lowest value; it is told from a pole by probing closer to
+    the minimum found: next to a pole U keeps falling, around the bottom of a well it rises."""
     axes, u = pot._u_grid
     idx = np.unravel_index(int(np.nanargmin(u)), u.shape)
     x0 = np.array([a[i] for a, i in zip(axes, idx)])
@@ -127,9 +132,21 @@ def _check_bounded_below(pot: Potential, names, jump: float = 1.0):
             v = float(pot.U(np.atleast_2d(x))[0])
         return v if np.isfinite(v) else -1e300
     res = optimize.minimize(f, x0, method="Powell", bounds=bounds, options=dict(xtol=1e-12, ftol=1e-12))
-    if min(res.fun, f(res.x)) < u.min() - jump:
+    if min(res.fun, f(res.x)) < u.min() - jump and _falls_further(f, res.x, min(res.fun, f(res.x)) - jump):
         at = ", ".join(f"{n} = {v:.3g}" for n, v in zip(names, res.x))
         raise PotentialError(f"U is unbounded below near {at}: exp(-U) is not a probability density there")
+    return res.x if res.fun <= u.min() else x0     # where U is lowest: the reference's grid is centred there
+
+
+def _falls_further(f, x, below: float) -> bool:
+    """Whether U drops below `below` within 1e-4 of x along an axis (offsets 1e-4 down to 1e-15)."""
+    for k in range(len(x)):
+        for step in np.concatenate([10.0 ** -np.arange(4, 16), -(10.0 ** -np.arange(4, 16))]):
+            probe = np.array(x, float)
+            probe[k] += step
+            if f(probe) < below:
+                return True
+    return False
 
 
 def _check_gradient_finite(pot: Potential, expr, syms, n: int = 101):
