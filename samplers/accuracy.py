@@ -79,9 +79,14 @@ def kl_noise_floor(potential: Potential, theta: np.ndarray, bins: int | None = N
         nx, ny = len(edges[0]) - 1, len(edges[1]) - 1
         inside = (ix >= 0) & (ix < nx) & (iy >= 0) & (iy < ny)
         idx, n_b = ix * ny + iy, nx * ny
-    cell = np.where(inside, idx, n_b) + (n_b + 1) * np.arange(chains)[None, :]
+    bin_of = np.where(inside, idx, n_b)
+    cell = bin_of + (n_b + 1) * np.arange(chains)[None, :]
     counts = np.bincount(cell.ravel(), minlength=(n_b + 1) * chains).reshape(chains, n_b + 1)
-    floor = floor_from_counts(counts, kept, np.append(q, max(1.0 - q.sum(), 0.0)))
+    # visits: a chain's first sample in a bin after a sample elsewhere (samples per visit is the cluster size)
+    entered = np.ones_like(bin_of, bool)
+    entered[1:] = bin_of[1:] != bin_of[:-1]
+    visits = np.bincount(bin_of[entered], minlength=n_b + 1)
+    floor = floor_from_counts(counts, kept, np.append(q, max(1.0 - q.sum(), 0.0)), visits=visits)
     err = potential.bin_mass_errors(edges)
     if err is not None:     # the reference's own error is a floor too: the KL of q + err against q
         floor += float((err.ravel() ** 2 / (2 * np.maximum(q, 1e-12))).sum())
@@ -91,18 +96,27 @@ def kl_noise_floor(potential: Potential, theta: np.ndarray, bins: int | None = N
 FULL_BIN = 20.0   # expected samples above which a bin's KL term is Var(p)/(2q) to within 5 %
 
 
-def floor_from_counts(counts: np.ndarray, kept: int, q: np.ndarray, kl_floor: float = 1e-12) -> float:
+def floor_from_counts(counts: np.ndarray, kept: int, q: np.ndarray, kl_floor: float = 1e-12,
+                      visits: np.ndarray | None = None) -> float:
     """The noise floor of `kl_noise_floor` from per-chain bin counts (chains, bins) and exact bin masses q (the
-    outside bin included), with q floored as `diagnostics.kl_divergence` floors it."""
+    outside bin included), with q floored as `diagnostics.kl_divergence` floors it. visits: each bin's number of
+    visits (runs of consecutive samples in it) over all chains, which sets the cluster size of the sparse bins."""
     chains = counts.shape[0]
     n = kept * chains
     var = (counts / kept).var(axis=0, ddof=1) / chains if chains > 1 else q * (1 - q) / n
     full = n * q >= FULL_BIN
     iid = q * (1 - q) / n
     inflation = var[full].sum() / iid[full].sum() if full.any() and iid[full].sum() > 0 else 1.0
-    n_eff = n / inflation if np.isfinite(inflation) and inflation > 0 else float(n)
+    inflation = inflation if np.isfinite(inflation) and inflation > 1 else 1.0
+    # A sparse bin is entered on rare excursions, shorter than the bulk's correlation time: its counts are
+    # Poisson in visits of (samples per visit) samples each, measured on the sparse bins themselves and capped by
+    # the bulk's variance inflation (measured: docs/notes/typed-targets.md).
+    sparse = ~full & (q > 0)
+    cluster = inflation
+    if visits is not None and visits[sparse].sum() > 0:
+        cluster = min(inflation, max(1.0, counts.sum(axis=0)[sparse].sum() / visits[sparse].sum()))
     out = float((var[full] / (2 * q[full])).sum())
-    return out + _poisson_kl(q[~full & (q > 0)], n_eff, kl_floor)
+    return out + _poisson_kl(q[sparse], n / cluster, kl_floor)
 
 
 def _poisson_kl(q: np.ndarray, n: float, kl_floor: float) -> float:

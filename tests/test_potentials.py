@@ -193,6 +193,9 @@ def test_funnels_are_accepted_with_their_exact_log_z_and_a_box_that_holds_their_
     # each marginal's tail beyond the box is at most 1e-4 (it is rounded outward) and the box is not absurdly wide
     assert stats.norm.cdf(ylo / sd) <= 1e-4 and stats.norm.sf(yhi / sd) <= 1e-4
     assert 1e-6 <= funnel_x_tail(xhi, sd) <= 1e-4 and xlo == -xhi
+    # a box given through the API draws the law there, and no longer decides its normalisation (main: 3.111)
+    forced = get_potential("expr:" + text, box=((-20, 20), (-20, 20)))
+    assert forced.box == ((-20, 20), (-20, 20)) and forced.log_z == pot.log_z
 
 
 def test_funnel_bin_masses_are_exact_where_its_neck_is_narrower_than_a_bin():
