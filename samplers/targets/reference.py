@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import logsumexp
 
 from samplers.targets.potential import NotFinite, NotIntegrable
 
@@ -58,6 +57,19 @@ class Cubature:
     err: np.ndarray
     atoms: list = field(default_factory=list)   # per axis: (positions, masses)
     u_min: float = np.inf
+
+
+def logsumexp(a: np.ndarray, b: np.ndarray | None = None, axis: int | None = None) -> np.ndarray:
+    """log sum b exp(a) for b > 0: scipy's takes ~8 ms a call on these arrays for its generality, and the support
+    search calls it some 70 times."""
+    a = np.asarray(a, float)
+    if a.size == 0:
+        return np.full(a.shape[:axis] if axis is not None else (), -np.inf)[()]
+    m = np.max(a, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        out = np.log(np.sum(np.exp(a - m) * (1.0 if b is None else b), axis=axis, keepdims=True)) + m
+    return out.squeeze(axis=axis) if axis is not None else out.reshape(())[()]
 
 
 def _evaluate(U, pts: np.ndarray) -> np.ndarray:
