@@ -63,8 +63,8 @@ def kl_noise_floor(potential: Potential, theta: np.ndarray, bins: int | None = N
     bin fractions over the number of chains: autocorrelation within chains is accounted for without modelling it.
     Where a bin expects many samples that gives sum_b Var(p_b) / (2 q_b). Where it expects few (n q_b < 20) the
     second-order expansion fails (one stray sample in a bin of mass 1e-300 made it 1e293), and a sample that
-    lands there is bias, not noise: those bins get the exact expectation of p log(p / q) for Poisson counts of
-    mean n_eff q_b, with n_eff the sample size deflated by the variance inflation measured on the full bins.
+    lands there is bias, not noise: those bins get the exact expectation of p log(p / q) for counts that are
+    Poisson in visits of q_b n / c, c samples each, with c the samples per visit measured on those bins.
     """
     kept, chains = theta.shape[:2]
     edges = edges_for(potential, bins)
