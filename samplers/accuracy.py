@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import stats
+from scipy.special import gammaln
 
 from samplers import diagnostics as dg
 from samplers.targets.potential import Potential, PotentialError
@@ -17,9 +18,7 @@ def edges_for(potential: Potential, bins: int | None = None):
 
 
 def exact_masses(potential: Potential, edges):
-    if potential.dim == 1:
-        return dg.bin_masses_1d(potential.density_xy, edges)
-    return dg.bin_masses_2d(potential.density_xy, *edges)
+    return potential.bin_masses(edges)
 
 
 def score(potential: Potential, theta: np.ndarray, bins: int | None = None) -> dict:
@@ -35,16 +34,21 @@ def score(potential: Potential, theta: np.ndarray, bins: int | None = None) -> d
         samples = theta[:, 0] if potential.dim == 1 else theta
         out["kl"] = dg.kl_divergence(samples, edges, masses)
         out["tv"] = dg.tv_distance(samples, edges, masses)
+        err = potential.bin_mass_errors(edges)
+        if err is not None:   # how far the exact bin masses themselves may be off, summed (a bound on their TV)
+            out["reference_error"] = float(err.sum())
         n_bins = masses.size
     ks = []
     for i in range(min(potential.dim, 2)):
-        marg = potential.marginals.get(i)
-        if marg is None:
-            continue
-        lo, hi = potential.box[i]
-        e = np.linspace(lo, hi, 2001)
-        m = dg.bin_masses_1d(marg, e, oversample=4)
-        ks.append(dg.ks_distance(theta[:, i], dg.grid_cdf(e, m)))
+        cdf = potential.marginal_cdf(i)
+        if cdf is None:
+            marg = potential.marginals.get(i)
+            if marg is None:
+                continue
+            lo, hi = potential.box[i]
+            e = np.linspace(lo, hi, 2001)
+            cdf = dg.grid_cdf(e, dg.bin_masses_1d(marg, e, oversample=4))
+        ks.append(dg.ks_distance(theta[:, i], cdf))
     if ks:
         out["ks"] = float(max(ks))
     if potential.dim <= 2:
@@ -56,11 +60,15 @@ def score(potential: Potential, theta: np.ndarray, bins: int | None = None) -> d
 
 
 def kl_noise_floor(potential: Potential, theta: np.ndarray, bins: int | None = None) -> float:
-    """Expected KL of the histogram from Monte Carlo error alone, sum_b Var(p_b) / (2 q_b).
+    """Expected KL of the histogram from Monte Carlo error alone: the KL an unbiased sampler with these chains'
+    effective sample size would show, outside bin included.
 
-    theta: (kept, chains, dim). Chains are independent, so Var(p_b) is the between-chain
-    variance of each chain's bin fractions over the number of chains: autocorrelation
-    within chains is accounted for without modelling it.
+    theta: (kept, chains, dim). Chains are independent, so Var(p_b) is the between-chain variance of each chain's
+    bin fractions over the number of chains: autocorrelation within chains is accounted for without modelling it.
+    Where a bin expects many samples that gives sum_b Var(p_b) / (2 q_b). Where it expects few (n q_b < 20) the
+    second-order expansion fails (one stray sample in a bin of mass 1e-300 made it 1e293), and a sample that
+    lands there is bias, not noise: those bins get the exact expectation of p log(p / q) for counts that are
+    Poisson in visits of q_b n / c, c samples each, with c the samples per visit measured on those bins.
     """
     kept, chains = theta.shape[:2]
     edges = edges_for(potential, bins)
@@ -75,12 +83,55 @@ def kl_noise_floor(potential: Potential, theta: np.ndarray, bins: int | None = N
         nx, ny = len(edges[0]) - 1, len(edges[1]) - 1
         inside = (ix >= 0) & (ix < nx) & (iy >= 0) & (iy < ny)
         idx, n_b = ix * ny + iy, nx * ny
-    cell = np.where(inside, idx, n_b) + (n_b + 1) * np.arange(chains)[None, :]
-    counts = np.bincount(cell.ravel(), minlength=(n_b + 1) * chains).reshape(chains, n_b + 1)[:, :n_b]
-    frac = counts / kept
-    var = frac.var(axis=0, ddof=1) / chains
-    keep = q > 0
-    return float((var[keep] / (2 * q[keep])).sum())
+    bin_of = np.where(inside, idx, n_b)
+    cell = bin_of + (n_b + 1) * np.arange(chains)[None, :]
+    counts = np.bincount(cell.ravel(), minlength=(n_b + 1) * chains).reshape(chains, n_b + 1)
+    # visits: a chain's first sample in a bin after a sample elsewhere (samples per visit is the cluster size)
+    entered = np.ones_like(bin_of, bool)
+    entered[1:] = bin_of[1:] != bin_of[:-1]
+    visits = np.bincount(bin_of[entered], minlength=n_b + 1)
+    floor = floor_from_counts(counts, kept, np.append(q, max(1.0 - q.sum(), 0.0)), visits=visits)
+    err = potential.bin_mass_errors(edges)
+    if err is not None:     # the reference's own error is a floor too: the KL of q + err against q
+        floor += float((err.ravel() ** 2 / (2 * np.maximum(q, 1e-12))).sum())
+    return floor
+
+
+FULL_BIN = 20.0   # expected samples above which a bin's KL term is Var(p)/(2q) to within 5 %
+
+
+def floor_from_counts(counts: np.ndarray, kept: int, q: np.ndarray, kl_floor: float = 1e-12,
+                      visits: np.ndarray | None = None) -> float:
+    """The noise floor of `kl_noise_floor` from per-chain bin counts (chains, bins) and exact bin masses q (the
+    outside bin included), with q floored as `diagnostics.kl_divergence` floors it. visits: each bin's number of
+    visits (runs of consecutive samples in it) over all chains, which sets the cluster size of the sparse bins."""
+    chains = counts.shape[0]
+    n = kept * chains
+    var = (counts / kept).var(axis=0, ddof=1) / chains if chains > 1 else q * (1 - q) / n
+    full = n * q >= FULL_BIN
+    iid = q * (1 - q) / n
+    inflation = var[full].sum() / iid[full].sum() if full.any() and iid[full].sum() > 0 else 1.0
+    inflation = inflation if np.isfinite(inflation) and inflation > 1 else 1.0
+    # A sparse bin is entered on rare excursions, shorter than the bulk's correlation time: its counts are
+    # Poisson in visits of (samples per visit) samples each, measured on the sparse bins themselves and capped by
+    # the bulk's variance inflation (measured: docs/notes/typed-targets.md).
+    sparse = ~full & (q > 0)
+    cluster = inflation
+    if visits is not None and visits[sparse].sum() > 0:
+        cluster = min(inflation, max(1.0, counts.sum(axis=0)[sparse].sum() / visits[sparse].sum()))
+    out = float((var[full] / (2 * q[full])).sum())
+    return out + _poisson_kl(q[sparse], n / cluster, kl_floor)
+
+
+def _poisson_kl(q: np.ndarray, n: float, kl_floor: float) -> float:
+    """sum_b E[p log(p / q_b)], p = k / n, k ~ Poisson(n q_b): bins that expect few samples, summed exactly."""
+    if not q.size:
+        return 0.0
+    lam = n * q
+    k = np.arange(1, int(lam.max() + 10 * np.sqrt(lam.max()) + 30))
+    log_pk = k * np.log(lam)[:, None] - lam[:, None] - gammaln(k + 1)
+    p = k / n
+    return float((np.exp(log_pk) * p * np.log(p / np.maximum(q, kl_floor)[:, None])).sum())
 
 
 def outside_box(potential: Potential, theta: np.ndarray) -> float:

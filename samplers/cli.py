@@ -39,6 +39,8 @@ class UsageError(Exception):
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
+        if message == "argument --box: expected one argument":
+            message += " (a box starting with '-' is written --box=-10,10,-8,8)"
         raise UsageError(message)
 
 
@@ -56,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--recipe", metavar="FILE.yaml", help="a design file (docs/recipes.md) or a shipped design")
     s.add_argument("--naive", action="store_true", help="with --recipe: the design's naive variant (its term dropped)")
     s.add_argument("--potential", required=True, help="a preset name or expr:<U(x) or U(x, y)>")
+    s.add_argument("--box", type=_parse_box, default=None, metavar="LO,HI[,LO,HI]", help=BOX_HELP)
     s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a sampler parameter, once per parameter (they are listed below; 'list' gives each "
                         "sampler's and their defaults)")
@@ -72,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", required=True, metavar="FILE.npz")
     d = sub.add_parser("diagnose", help="KL, TV, KS and ESS of a sample file against the exact density")
     d.add_argument("file")
+    d.add_argument("--box", type=_parse_box, default=None, metavar="LO,HI[,LO,HI]",
+                   help="score on this box instead of the one the file was sampled on; " + BOX_HELP)
     c = sub.add_parser("check", help="a design file's Gamma, SDE, update, D and Q verdicts and stationarity residual")
     c.add_argument("recipe", metavar="FILE.yaml", help="a design file (docs/recipes.md) or a shipped design's name")
     c.add_argument("--potential", required=True, help="a preset name or expr:<U(x) or U(x, y)>")
@@ -84,6 +89,23 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--full", action="store_true", help="the paper's sizes (slow)")
     return p
+
+
+BOX_HELP = ("the box the target is drawn and scored on (histogram bins, KL, TV), lo,hi per coordinate: "
+            "--box=-10,10,-8,8 (with '=', as it starts with '-'); default: a box fitted to where the mass is")
+
+
+def _parse_box(text: str) -> tuple:
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--box takes numbers lo,hi per coordinate, e.g. -10,10,-8,8; got '{text}'") from None
+    if len(values) not in (2, 4) or not all(np.isfinite(values)) or any(
+            lo >= hi for lo, hi in zip(values[::2], values[1::2])):
+        raise argparse.ArgumentTypeError(f"--box takes lo,hi (1-d) or lo,hi,lo,hi (2-d) with each lo < hi, e.g. "
+                                         f"-10,10,-8,8; got '{text}'")
+    return tuple(zip(values[::2], values[1::2]))
 
 
 def _parse_sets(items) -> dict:
@@ -137,7 +159,7 @@ def cmd_sample(args, out):
         raise UsageError("--burn must be >= 0")
     if args.steps + args.burn > MAX_STEPS:
         raise UsageError(f"--steps plus --burn may be at most {MAX_STEPS:,}")
-    pot = get_potential(args.potential)
+    pot = get_potential(args.potential, box=args.box)
     sets = _parse_sets(args.set)
     auto = sets.get("eps") == "auto"
     if auto:
@@ -166,6 +188,8 @@ def cmd_sample(args, out):
                          f"{state_bytes / 1024 ** 3:.1f} GiB: lower --chains")
     res = run(sampler, args.steps, args.chains, args.burn, args.thin, args.seed)
     meta = dict(res.meta, potential=args.potential, grad_noise=args.grad_noise, batch=args.batch)
+    if args.box is not None:
+        meta.update(box=[list(b) for b in args.box])   # diagnose scores on the box the run was drawn on
     if args.recipe is not None:
         meta.update(recipe=args.recipe, naive=args.naive)
     if chosen is not None:
@@ -296,7 +320,7 @@ def read_samples(path) -> tuple[np.ndarray, dict]:
 
 def cmd_diagnose(args, out):
     theta, meta = read_samples(args.file)
-    pot = get_potential(meta["potential"])
+    pot = get_potential(meta["potential"], box=args.box or _file_box(meta))
     beta = (meta.get("params") or {}).get("beta", 1.0) if isinstance(meta.get("params"), dict) else 1.0
     try:
         beta = float(beta)
@@ -338,6 +362,17 @@ def _escaped_in_file(pot, theta, diverged) -> str:
 
 def _box_text(pot) -> str:
     return " x ".join(f"[{lo:g}, {hi:g}]" for lo, hi in pot.box[:pot.dim])
+
+
+def _file_box(meta: dict):
+    """The box a samples file was drawn on (written by `sample --box`), checked as the file is untrusted."""
+    box = meta.get("box")
+    if box is None:
+        return None
+    if not (isinstance(box, list) and len(box) in (1, 2) and all(
+            isinstance(b, list) and len(b) == 2 and all(isinstance(v, (int, float)) for v in b) for b in box)):
+        raise UsageError(f"the file's box '{plain(box, 60)}' is not a list of [lo, hi] pairs")
+    return box
 
 
 def cmd_reproduce(args, out):

@@ -215,3 +215,60 @@ def test_sample_refuses_sizes_it_could_not_hold_or_finish(args, message, tmp_pat
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1, err
+
+
+def test_diagnose_scores_exact_funnel_draws_at_their_noise_floor(tmp_path, capsys):
+    """Issue 25, "Done when": diagnose on 2e5 exact draws of the funnel (y ~ N(0, 2.5^2), x | y ~ N(0, e^y)) scores
+    at its noise floor. For exact draws KL ~ chi2_k / (2n), so its sd is sqrt(floor / n): within 4 of those."""
+    from samplers.accuracy import kl_noise_floor
+    from samplers.cli import save_npz
+    from samplers.targets.presets import get_potential
+    spec = "expr:y^2/12.5 + x^2*exp(-y)/2 + y/2"
+    rng = np.random.default_rng(11)
+    y = rng.normal(0.0, 2.5, 200_000)
+    theta = np.stack([rng.normal(size=y.size) * np.exp(y / 2), y], axis=1).reshape(200, 1000, 2)
+    path = tmp_path / "funnel.npz"
+    save_npz(path, theta=theta, meta=np.array(json.dumps(dict(potential=spec, sampler="exact"))))
+    capsys.readouterr()
+    assert main(["diagnose", str(path)]) == 0
+    kl = float(next(line.split()[1] for line in capsys.readouterr().out.splitlines() if line.startswith("KL")))
+    floor = kl_noise_floor(get_potential(spec), theta)
+    assert abs(kl - floor) <= 4 * np.sqrt(floor / y.size) + 0.02 * floor
+
+
+def test_box_is_set_recorded_and_scored_on(tmp_path, capsys):
+    """Issue 25: the CLI could not set a box at all. `sample --box` draws the target on it and records it, `diagnose`
+    scores on the recorded box, and `diagnose --box` on another."""
+    from samplers.accuracy import score
+    from samplers.targets.presets import get_potential
+    spec = "expr:y^2/12.5 + x^2*exp(-y)/2 + y/2"
+    path = tmp_path / "f.npz"
+    assert main(["sample", "--sampler", "sgld", "--potential", spec, "--box=-10,10,-8,8", "--set", "eps=0.01",
+                 "--steps", "50", "--chains", "40", "--out", str(path)]) == 0
+    with np.load(path) as f:
+        theta, meta = f["theta"], json.loads(str(f["meta"]))
+    assert meta["box"] == [[-10.0, 10.0], [-8.0, 8.0]]
+
+    def kl(*extra):
+        capsys.readouterr()
+        assert main(["diagnose", str(path), *extra]) == 0
+        return float(next(line.split()[1] for line in capsys.readouterr().out.splitlines() if line.startswith("KL")))
+    assert kl() == pytest.approx(score(get_potential(spec, box=((-10, 10), (-8, 8))), theta)["kl"], abs=1e-5)
+    assert kl("--box=-3,3,-5,5") == pytest.approx(score(get_potential(spec, box=((-3, 3), (-5, 5))), theta)["kl"],
+                                                  abs=1e-5)
+    assert kl("--box=-3,3,-5,5") != kl()
+
+
+@pytest.mark.parametrize("box, message", [
+    ("--box=1,-1", "each lo < hi"), ("--box=-1,1,2", "lo,hi (1-d) or lo,hi,lo,hi (2-d)"), ("--box=a,b", "numbers"),
+    ("--box=-inf,1", "each lo < hi"), ("--box=-3,3", "needs 2 (lo, hi) pairs"),
+])
+def test_a_bad_box_is_one_line_and_exit_2(box, message, tmp_path):
+    out = cli("sample", "--sampler", "sgld", "--potential", "banana", box, "--steps", "2", "--out",
+              str(tmp_path / "b.npz"))
+    assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+def test_box_is_in_the_help():
+    assert "--box=-10,10,-8,8" in cli("sample", "--help").stdout.replace("\n", " ").replace("  ", "")
+    assert "--box" in cli("diagnose", "--help").stdout

@@ -534,3 +534,29 @@ def test_module_has_no_dynamic_evaluation():
     used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
     used |= {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
     assert not used & forbidden
+
+
+# ------------------------------------------------------------ differentiation
+
+# Issue 25, "Powers of products": sympy's own rule turns (x/2)^2 into 2*(x**2/4)/x, 0/0 at x = 0. Each case is a
+# power of a product or of a power; its derivative must equal sympy's derivative of the evaluated (canonical)
+# form, and be finite at the points where the base vanishes.
+POWERS = ["(x/2)^2 + (3*(y-1))^2", "(x^2)^2", "(2*x*y)^3 + sin(x/3)^2", "sqrt((x/2)^2 + 1)", "((x-1)*(y+2))^2",
+          "exp(-(x*y)^2)", "(x/3)^-2 + x", "((x^2 + 1)^2)^(1/2)", "tanh((x/2)^3)"]
+
+
+@pytest.mark.parametrize("text", POWERS)
+def test_powers_of_products_differentiate_like_their_canonical_form(text):
+    from samplers.targets.expr import differentiate
+    expr = parse_expression(text)
+    # evaluated: sympy's rule is right on its own canonical forms
+    canonical = sympy.sympify(str(expr), locals={"x": X, "y": Y})
+    for s in (X, Y):
+        ours, theirs = differentiate(expr, s), sympy.diff(canonical, s)
+        for x0, y0 in [*POINTS, (0.0, 0.0), (0.0, -2.0), (1.0, 0.0)]:
+            try:
+                want = complex(theirs.evalf(30, subs={X: x0, Y: y0}))
+            except (ZeroDivisionError, TypeError):
+                continue        # a true pole of the derivative, e.g. of (x/3)^-2 at x = 0
+            got = complex(ours.evalf(30, subs={X: x0, Y: y0}))
+            assert abs(got - want) <= 1e-12 * max(1.0, abs(want)), (text, s, x0, y0, ours)

@@ -42,6 +42,7 @@ __all__ = [
     "LIMITS",
     "parse_expression",
     "compile_expression",
+    "differentiate",
     "symbols_for",
 ]
 
@@ -666,3 +667,55 @@ def _check_exact_size(base: sympy.Expr, exponent: _Node, op: _Token) -> None:
     if bits * max(1.0, abs(exponent.value)) > _MAX_POWER_BITS:
         raise ExpressionError(f"numbers grow too large at position {op.pos + 1}", op.pos)
 
+
+
+# ------------------------------------------------------------ differentiation
+
+
+def differentiate(expr: sympy.Expr, symbol: sympy.Symbol) -> sympy.Expr:
+    """d expr / d symbol, finite wherever expr is smooth.
+
+    sympy differentiates b**n as b**n * n / b * b'. For the unevaluated powers this parser builds that
+    cancels only when b**n and 1/b share a base: 1/b of a product or a power is distributed ((x/2)**-1 is
+    2/x), so (x/2)**2 becomes 2*(x**2/4)/x, 0/0 at x = 0. Powers of products and of powers are therefore
+    differentiated here as n * b**(n - 1) * b'; every other subexpression goes to sympy as before (so the
+    gradients of U that already were right are the same expressions, bit for bit).
+    """
+    return _Differentiator(symbol).d(expr)
+
+
+def _fragile_power(e: sympy.Expr) -> bool:
+    return e.is_Pow and (e.base.is_Mul or e.base.is_Pow) and not e.exp.free_symbols
+
+
+class _Differentiator:
+    def __init__(self, symbol: sympy.Symbol):
+        self.s = symbol
+        self.memo: dict = {}
+
+    def d(self, e: sympy.Expr) -> sympy.Expr:
+        if e in self.memo:
+            return self.memo[e]
+        out = self._d(e)
+        self.memo[e] = out
+        return out
+
+    def _d(self, e: sympy.Expr) -> sympy.Expr:
+        s = self.s
+        if not e.has(s):
+            return sympy.S.Zero
+        if not any(_fragile_power(a) for a in sympy.preorder_traversal(e)):
+            return sympy.diff(e, s)
+        if e.is_Add:
+            return sympy.Add(*(self.d(a) for a in e.args))
+        if e.is_Mul:
+            args = e.args
+            return sympy.Add(*(sympy.Mul(*args[:i], self.d(a), *args[i + 1:])
+                               for i, a in enumerate(args) if a.has(s)))
+        if e.is_Pow and not e.exp.free_symbols:
+            n = e.exp
+            lower = sympy.S.One if n == 1 else e.base if n == 2 else sympy.Pow(e.base, n - 1, evaluate=False)
+            return sympy.Mul(n, lower, self.d(e.base))
+        if isinstance(e, sympy.Function) and len(e.args) == 1:
+            return sympy.Mul(e.fdiff(1), self.d(e.args[0]))
+        return sympy.diff(e, s)

@@ -16,6 +16,7 @@ from functools import cached_property
 import numpy as np
 from scipy.special import logsumexp
 
+from samplers import diagnostics as dg
 from samplers.errors import InputError
 
 Array = np.ndarray
@@ -55,10 +56,15 @@ class Potential:
     data: object = None                    # the data set of a data posterior (for minibatches)
     start: Array | None = None             # where chains start by default
     temper: Callable | None = None         # beta -> the tempered law exp(-beta U) in closed form, where known
+    # the exact law by adaptive cubature (targets.reference.Reference): log Z, bin masses and marginals where no
+    # closed form is known and a grid would miss features narrower than its step (typed targets)
+    reference: object = None
 
     # -- the exact law, computed when first asked for: building a potential costs nothing -------
     @cached_property
     def _normalisation(self) -> tuple:
+        if self.reference is not None:
+            return self.reference.log_z, self.reference.u_min
         if self.dim <= 2 and (self.known_log_z is None or self.known_u_min is None):
             log_z, u_min = self._normalise_on_grid()
             return log_z, u_min if self.known_u_min is None else self.known_u_min
@@ -77,6 +83,8 @@ class Potential:
     def marginals(self) -> dict:
         """i -> exact 1-D marginal density of theta_i: closed forms, else from the grid (dim <= 2)."""
         out = dict(self.known_marginals)
+        if self.reference is not None:
+            return {i: self.reference.marginal_density(i, *self.box[i]) for i in range(self.dim)}
         if self.dim <= 2:
             for i in range(self.dim):
                 if i not in out:
@@ -106,7 +114,49 @@ class Potential:
             box=box, description=f"{self.description} (tempered: exp(-{beta:g} U))",
             formula=rf"{beta:g}\,\left[{self.formula}\right]" if self.formula else "",
             known_u_min=None if self.known_u_min is None else beta * self.known_u_min, known_log_z=None,
-            known_marginals={}, exact_sampler=None, state_sampler=None, temper=None)
+            known_marginals={}, exact_sampler=None, state_sampler=None, temper=None,
+            reference=None if self.reference is None else self.reference.tempered(beta))
+
+    def bin_masses(self, edges) -> Array:
+        """Exact probability mass of each histogram bin (edges: one array in 1-D, (xedges, yedges) in 2-D),
+        computed once per target and set of edges: Simpson's rule on the normalised density, or the adaptive
+        reference where the target carries one."""
+        return self._bin_masses_and_errors(edges)[0]
+
+    def bin_mass_errors(self, edges) -> Array | None:
+        """Error estimates of `bin_masses` where the target's reference gives them (else None: closed forms and
+        Simpson's rule on smooth presets are exact to far below any sampling error)."""
+        return self._bin_masses_and_errors(edges)[1]
+
+    def marginal_cdf(self, i: int) -> Callable | None:
+        """The exact marginal CDF of theta_i where the reference gives it directly (else None)."""
+        return None if self.reference is None else self.reference.cdf(i)
+
+    def _bin_masses_and_errors(self, edges):
+        arrays = [np.asarray(e, float) for e in ([edges] if self.dim == 1 else edges)]
+        key = tuple(a.tobytes() for a in arrays)
+        cache = self.__dict__.setdefault("_bin_mass_cache", {})
+        if key not in cache:
+            err = None
+            if self.reference is not None:
+                mass, err = self.reference.bin_masses(arrays)
+                err.setflags(write=False)
+            elif self.dim == 1:
+                mass = dg.bin_masses_1d(self.density_xy, arrays[0])
+            else:
+                mass = dg.bin_masses_2d(self.density_xy, *arrays)
+            mass.setflags(write=False)
+            cache[key] = (mass, err)
+        return cache[key]
+
+    def boxed(self, box) -> Potential:
+        """The same law drawn and scored on another box (histogram bins, marginal plots): its normalisation is
+        kept, so mass outside the new box counts as outside, not renormalised away."""
+        box = check_box(box, len(self.box))
+        if box == tuple(map(tuple, self.box)):
+            return self
+        log_z, u_min = self._normalisation
+        return dataclasses.replace(self, box=box, known_log_z=log_z, known_u_min=u_min)
 
     def exact_states(self, n: int, rng) -> Array | None:
         """n exact draws of the state theta the samplers move (None where the law has no cheap sampler)."""
@@ -192,6 +242,21 @@ class Potential:
         m = np.trapezoid(dens, other, axis=1 - i)
         xs = axes[i]
         return lambda x: np.interp(x, xs, m, left=0.0, right=0.0)
+
+
+def check_box(box, n: int) -> tuple:
+    """((lo, hi), ...) for n plotted coordinates, each finite with lo < hi: PotentialError in a user's terms if not."""
+    try:
+        box = tuple((float(lo), float(hi)) for lo, hi in box)
+    except (TypeError, ValueError):
+        raise PotentialError(f"a box is one (lo, hi) pair per coordinate, got {box!r}") from None
+    if len(box) != n:
+        raise PotentialError(f"the box needs {n} (lo, hi) pair{'s' if n > 1 else ''} (one per coordinate), "
+                             f"got {len(box)}")
+    for lo, hi in box:
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise PotentialError(f"each side of the box needs finite lo < hi, got ({lo:g}, {hi:g})")
+    return box
 
 
 def _fmt(v) -> str:

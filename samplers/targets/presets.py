@@ -189,18 +189,23 @@ def preset_names() -> list[str]:
     return list(PRESETS)
 
 
-def get_potential(spec: str, **kwargs) -> Potential:
-    """A preset by name, or `expr:<U in x (and y)>` for a typed potential.
+def get_potential(spec: str, box=None, **kwargs) -> Potential:
+    """A preset by name, or `expr:<U in x (and y)>` for a typed potential; `box` ((lo, hi) per plotted coordinate)
+    replaces the box it is drawn and scored on.
 
     Presets are built once per process (their grids cost a moment); treat them as read-only.
     """
     spec = spec.strip()
     for prefix, build in PREFIXES.items():
         if spec.startswith(prefix):
-            return build(spec[len(prefix):], **kwargs)
+            if box is not None and build is typed_potential:
+                return build(spec[len(prefix):], box=box, **kwargs)   # its checks run on the box it is drawn on
+            pot = build(spec[len(prefix):], **kwargs)
+            return pot if box is None else pot.boxed(box)
     if spec not in PRESETS:
         raise PotentialError(f"unknown potential '{spec}' (choose from {', '.join(PRESETS)}, or expr:...)")
-    return _preset(spec, tuple(sorted(kwargs.items())))
+    pot = _preset(spec, tuple(sorted(kwargs.items())))
+    return pot if box is None else pot.boxed(box)
 
 
 @lru_cache(maxsize=32)
