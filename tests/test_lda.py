@@ -35,15 +35,22 @@ def _tiny_lda(seed=0):
     return lda.LDAData(corpus, 3, 0.3, 0.5)
 
 
-def test_minibatch_gradient_is_that_of_u_given_the_expected_counts():
-    """The oracle's gradient equals grad U(theta | E n) with the counts its own rng draws, U in the gamma form."""
+def _oracle_case(**form):
+    """A tiny corpus's potential (gamma form unless form= says), two chains' theta, the minibatch oracle's gradient
+    at them and the expected counts its own rng drew (replayed from the same seed)."""
     data = _tiny_lda()
-    pot = lda.lda_potential(data.corpus, data.corpus.subset(np.arange(3)), 3, data.beta, data.doc_alpha, "t", "")
+    pot = lda.lda_potential(data.corpus, data.corpus.subset(np.arange(3)), 3, data.beta, data.doc_alpha, "t", "",
+                            **form)
     theta = np.random.default_rng(1).gamma(2.0, 1.0, size=(2, pot.dim))
     g = Minibatch(pot, 5)(theta, np.random.default_rng(7))[1]
     rng = np.random.default_rng(7)
     idx = rng.integers(0, data.n, size=(2, 5))
-    counts = pot.data.expected_counts(theta, idx, rng).reshape(2, -1) * data.n / 5
+    return data, pot, theta, g, pot.data.expected_counts(theta, idx, rng).reshape(2, -1) * data.n / 5
+
+
+def test_minibatch_gradient_is_that_of_u_given_the_expected_counts():
+    """The oracle's gradient equals grad U(theta | E n) with the counts its own rng draws, U in the gamma form."""
+    data, _, theta, g, counts = _oracle_case()
     for c in range(2):
         def U(t, n=counts[c]):
             return (t - (data.beta - 1) * np.log(t) - n * np.log(t)).sum()
@@ -54,14 +61,7 @@ def test_pi_form_gradient_is_eq_s29():
     """form = "pi": the oracle's gradient is that of U(theta | E n) = sum theta - (beta - 1) log theta - n log theta
     + n_k. log theta_k. (Eq. S.29's -n_dk. / theta_k. term included), by finite differences; the likelihood part
     depends on pi only, so it is orthogonal to each topic row of theta; and `row_force` is that term from a-hat."""
-    data = _tiny_lda()
-    pot = lda.lda_potential(data.corpus, data.corpus.subset(np.arange(3)), 3, data.beta, data.doc_alpha, "t", "",
-                            form="pi")
-    theta = np.random.default_rng(1).gamma(2.0, 1.0, size=(2, pot.dim))
-    g = Minibatch(pot, 5)(theta, np.random.default_rng(7))[1]
-    rng = np.random.default_rng(7)
-    idx = rng.integers(0, data.n, size=(2, 5))
-    counts = pot.data.expected_counts(theta, idx, rng).reshape(2, -1) * data.n / 5
+    data, pot, theta, g, counts = _oracle_case(form="pi")
     for c in range(2):
         def U(t, n=counts[c]):
             rows, nk = t.reshape(data.topics, -1).sum(1), n.reshape(data.topics, -1).sum(1)
