@@ -33,7 +33,10 @@ def slow_d_cell() -> str:
 
 
 def links() -> list[str]:
-    return ["n=1000",
+    # first, on the fresh server: the first Models build imports scikit-learn and pandas, which once raced every
+    # session's frames and stopped them all (issue 28)
+    return ["tab=models&model=logistic-digits&play=1",
+            "n=1000",
             "n=100000&play=1",
             "n=1000&speed=1000&play=1",
             "n=100000&speed=1000&play=1",

@@ -11,6 +11,7 @@ import io
 import json
 import lzma
 import sys
+import tokenize
 import warnings
 import zipfile
 import zlib
@@ -260,9 +261,10 @@ def plain(text, limit: int = 80) -> str:
 
 
 # What reading an arbitrary file as a zip of .npy arrays can raise: a damaged deflate or LZMA stream, an unknown
-# compression method, an encrypted member (RuntimeError), JSON nested too deeply (RecursionError), ...
+# compression method, an encrypted member (RuntimeError), JSON nested too deeply (RecursionError), an npy header
+# numpy cannot parse (its fallback parser of old headers raises tokenize's TokenError or a SyntaxError), ...
 DAMAGED = (ValueError, zipfile.BadZipFile, OSError, EOFError, zlib.error, lzma.LZMAError, NotImplementedError,
-           RuntimeError)
+           RuntimeError, tokenize.TokenError, SyntaxError)
 
 
 def _npy_header(zf: zipfile.ZipFile, name: str):

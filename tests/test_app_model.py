@@ -433,6 +433,32 @@ def test_a_frame_that_raises_pauses_the_lab_and_says_why(caplog):
     assert not lab.playing and lab.notice.kind is NoticeKind.FAILED and "eps must be > 0" in lab.notice.message
 
 
+def test_a_frame_whose_error_path_fails_too_stops_only_its_own_run_and_still_says_why(caplog):
+    """Issue 28: a module half-imported on a worker broke a frame and then the pause that reported it, so the
+    run stopped with no message (and the exception went on to the server's loop)."""
+    from app.views.lab import LabView
+    probe = LabView(lab_for(chains=50), compact=True)
+    view = LabView(lab_for(chains=50), compact=True)
+    for v in (probe, view):
+        v.lab.play()
+        v.loop.tick()                      # new figures: the first frame waits for the page
+
+    def half_imported(*args, **kwargs):
+        raise AttributeError("partially initialized module 'pandas' has no attribute 'Series'")
+    view.lab.frame = half_imported
+    view._push_metrics = half_imported     # what the view does on a pause fails the same way
+    view.loop.tick()
+    lab = view.lab
+    assert not lab.playing and lab.notice.kind is NoticeKind.INTERNAL and "AttributeError" in lab.notice.message
+    assert any(r.exc_info and "partially initialized" in str(r.exc_info[1]) for r in caplog.records)
+    view.loop.tick()                       # paused: no frame, no second error
+    assert probe.lab.playing and probe.lab.notice is None
+    t0 = probe.lab.runs[0].t
+    for _ in range(3):
+        probe.loop.tick()
+    assert probe.lab.runs[0].t > t0
+
+
 def test_a_link_with_invalid_d_or_q_runs_the_registered_recipe_blocked_with_the_cells_named():
     bad_q = [["0", "-1"], ["-1", "0"]]
     lab = lab_for(potential="double-well", compare=True, sampler="sgrhmc-naive", sampler_b="sgrhmc", Q=bad_q,

@@ -1,3 +1,4 @@
+import io
 import json
 import subprocess
 import sys
@@ -153,6 +154,30 @@ def _version_needed(path):
     return path
 
 
+def _npy(arr) -> bytes:
+    buf = io.BytesIO()
+    np.lib.format.write_array(buf, arr, version=(1, 0))
+    return buf.getvalue()
+
+
+def _members(path, **members):
+    """A zip of these members (name: bytes), each with its right CRC: damage the zip itself would not catch."""
+    import zipfile
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return path
+
+
+def _header_damaged(path, member, offset, byte):
+    """theta or meta's npy header with one byte changed (offset from the start of its dict), zipped intact."""
+    arrays = {"theta.npy": _npy(np.zeros((4, 3, 1))), "meta.npy": _npy(np.array(json.dumps(GOOD_META)))}
+    raw = bytearray(arrays[member])
+    raw[raw.find(b"{") + offset] = ord(byte)
+    arrays[member] = bytes(raw)
+    return _members(path, **arrays)
+
+
 GOOD_META = {"potential": "gaussian", "sampler": "sgld"}
 BAD_FILES = {
     "empty": lambda p: (p.write_bytes(b""), p)[1],
@@ -172,6 +197,16 @@ BAD_FILES = {
     "lzma damaged": lambda p: _compressed(p, 14, b"\x00" * 40),
     "unknown compression": _unknown_method,
     "zip version 6.4": _version_needed,
+    # numpy's parser of old npy headers raised tokenize.TokenError or SyntaxError: tracebacks, exit 1 (issue 28)
+    "theta header unterminated": lambda p: _header_damaged(p, "theta.npy", 0, "'"),
+    "theta header syntax": lambda p: _header_damaged(p, "theta.npy", 11, ","),
+    "meta header open bracket": lambda p: _header_damaged(p, "meta.npy", 0, "("),
+    "meta header unterminated": lambda p: _header_damaged(p, "meta.npy", 1, '"'),
+    "theta is meta": lambda p: _members(p, **{"theta.npy": _npy(np.array("{}")),
+                                              "meta.npy": _npy(np.array(json.dumps(GOOD_META)))}),
+    "theta is text": lambda p: _members(p, **{"theta.npy": b"theta", "meta.npy": _npy(np.array("{}"))}),
+    "theta cut after its header": lambda p: _members(p, **{"theta.npy": _npy(np.zeros((4, 3, 1)))[:140],
+                                                           "meta.npy": _npy(np.array(json.dumps(GOOD_META)))}),
     # and these gave numbers with warnings on stderr: `sample` never writes them (diverged chains are frozen)
     "NaN theta": lambda p: _npz(p, np.full((8, 3, 1), np.nan), GOOD_META),
     "infinite theta": lambda p: _npz(p, np.full((8, 3, 1), -np.inf), GOOD_META),
@@ -184,6 +219,19 @@ def test_diagnose_refuses_a_malformed_file_in_one_line(case, tmp_path, capsys):
     assert main(["diagnose", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("member", ["theta.npy", "meta.npy"])
+def test_diagnose_ends_in_one_line_whatever_byte_of_an_npy_header_is_damaged(member, tmp_path, capsys):
+    """Generated damage, as the issue's 400 files were (4 of them gave a traceback): each header byte changed in
+    turn into a character that unbalances numpy's header parser. A file that still reads is scored (0)."""
+    header_len = _npy(np.zeros((4, 3, 1)) if member == "theta.npy" else np.array(json.dumps(GOOD_META))).find(b"\n")
+    for offset in range(header_len - 10):
+        for byte in "'(,\x00":
+            path = _header_damaged(tmp_path / "x.npz", member, offset, byte)
+            code = main(["diagnose", str(path)], out=io.StringIO())
+            err = capsys.readouterr().err
+            assert code == 0 or (code == 2 and err.startswith("error: ") and err.count("\n") == 1), (offset, byte, err)
 
 
 def test_diagnose_prints_no_terminal_escapes_from_the_file(tmp_path, capsys):

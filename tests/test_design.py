@@ -319,3 +319,18 @@ def test_a_bad_design_file_gives_no_traceback(tmp_path):
     assert out.returncode == 2 and out.stdout == "", out.stdout
     assert out.stderr.startswith("error: bad.yaml: line ") and "not valid YAML" in out.stderr, out.stderr
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("text", ["[" * 2000, "D: " + "[" * 2000, "D: " + "{a: " * 1000 + "1" + "}" * 1000],
+                         ids=["brackets", "brackets under a key", "braces"])
+def test_deeply_nested_brackets_are_refused_before_yaml_parses_them(text, monkeypatch):
+    """PyYAML recursed to Python's limit before refusing these, 0.6-11 s on the server's loop (issue 28)."""
+    import yaml
+
+    from samplers.design import yamlfile
+
+    def not_parsed(*args, **kwargs):
+        raise AssertionError("parsed")
+    monkeypatch.setattr(yaml, "compose", not_parsed)
+    with pytest.raises(yamlfile.DesignError, match="nested too deeply"):
+        yamlfile.read_yaml(text)

@@ -3,6 +3,7 @@ or B, in a link and a YAML file, and its editor's widgets in process (app/views/
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from app.model.config import LabConfig
 from app.model.lab import RESIDUAL_OK, Lab, trial_build
 from app.model.reasons import BlockKind
 from app.model.urlstate import from_query, parse_search, query_string
+from samplers.design import DesignError
 
 SGNHT_CELLS = [("D", 1, 1, "1"), ("Q", 0, 1, "-1"), ("Q", 1, 0, "1"), ("Q", 1, 2, "r"), ("Q", 2, 1, "-r")]
 SGNHT_K = "r**2/2 + (xi - 1)**2/2"
@@ -180,3 +182,32 @@ def test_on_a_target_of_many_dimensions_the_editor_says_so_instead_of_a_grid(edi
     assert not ed.cells["D"] and "at most 6 variables" in ed.note.object
     ed.preset.value = "sgnht"          # a preset brings a target it fits
     assert lab.config.potential == "double-well" and not lab.blocks and len(ed.cells["D"]) == 3
+
+
+def test_an_upload_is_read_in_a_sandbox_held_to_its_limit(monkeypatch):
+    """Read on the event loop, 4 kB of nested brackets took 0.6-11 s to refuse (issue 28); in a sandbox a read
+    that runs past the limit is killed and refused in the same words as any bad file."""
+    good = dm.to_yaml(dm.preset("sgnht"))
+    assert dm.read_upload(good) == dm.from_yaml(good)
+    with pytest.raises(DesignError, match="line 4, column 14: Q is not square"):
+        dm.read_upload("aux: [r]\nkinetic: r**2/2\nD: [[0, 0], [0, 1]]\nQ: [[0, -1], [1]]\n")
+    monkeypatch.setitem(runner.LIMIT_S, "typed build", 0.0)
+    with pytest.raises(DesignError, match="took longer than 0 s"):
+        dm.read_upload(good)
+
+
+def test_an_upload_on_a_served_page_is_read_off_the_loop(editor):
+    lab, ed = editor
+    pending = []
+    lab.runner.deliver = pending.append                 # a session loop: the read now goes to a worker
+    ed.upload.filename = "x.yaml"
+    ed.upload.value = dm.to_yaml(dm.preset("sgnht")).encode()
+    assert ed.upload_status.object == "reading the file…"
+    deadline = time.monotonic() + 60                     # a liveness bound only
+    while not pending:
+        assert time.monotonic() < deadline, "the upload was never read"
+        time.sleep(0.01)
+    lab.runner.deliver = None
+    for fn in pending:
+        fn()
+    assert ed.upload_status.object == "" and lab.config.design == dm.preset("sgnht")

@@ -396,6 +396,24 @@ def test_a_cell_undefined_once_evaluated_is_named_in_words(cell, message):
     assert isinstance(err, RecipeError) and str(err) == message and err.cells == (("D", 2, 2),)
 
 
+@pytest.mark.parametrize("matrix, i, j, cell, partner", [
+    ("D", 2, 2, "(-theta_1^2)^0.5", None),             # was 1.0*I*Abs(theta_1), "exact", then a casting error
+    ("D", 3, 3, "1 + sqrt(-1 - theta_1^2)", None),
+    ("D", 3, 3, "log(-1 - r_1^2)", None),
+    ("Q", 0, 2, "-(-theta_1^2)^0.5", "(-theta_1^2)^0.5"),       # skew-symmetric, and complex
+])
+def test_a_complex_valued_cell_is_refused_with_the_cell_named(matrix, i, j, cell, partner):
+    base, D, Q = _sghmc_2d()
+    cells = D if matrix == "D" else Q
+    cells[i][j] = cell
+    if partner is not None:
+        cells[j][i] = partner
+    err, _ = _build_timed(base, D, Q)
+    z = base.sym.z
+    assert isinstance(err, RecipeError), err
+    assert str(err).startswith(f"{matrix}[{z[i]},{z[j]}]: complex-valued") and err.cells == ((matrix, i, j),), str(err)
+
+
 def test_an_asymmetry_of_long_cells_is_told_in_one_short_line():
     base, D, Q = _sghmc_2d()
     D[2][3], D[3][2] = ("+".join(f"{f}({k}*theta_1*r_1)" for k in range(2, 22)) for f in ("sin", "cos"))

@@ -173,3 +173,21 @@ def test_a_trial_build_that_fails_unexpectedly_says_so_in_one_printable_line(mon
     why = trial_build(LabConfig(D=[["1", "0"], ["0", "1"]]), False, False)
     assert why.startswith("this D and Q cannot be built: ValueError: line one line two [2J")
     assert why.isprintable() and len(why) < 300, why
+
+
+def test_a_typed_potential_is_checked_off_the_loop_and_refused_past_its_limit(monkeypatch):
+    """Its build took 0.8-4.7 s on the event loop at every keystroke (issue 28)."""
+    loop = ManualLoop()
+    lab = Lab(LabConfig(chains=50), schedule=loop)
+    loop.run()                                              # the first build
+    heard = []
+    assert lab.check_typed_potential("x^4 - 2*", done=heard.append) is None and not heard   # not decided here
+    loop.run()
+    assert heard[0].detail and "incomplete" in heard[0].detail and lab.blocks["potential"] is heard[0]
+    assert lab.check_typed_potential("x^4 - 2*x^2", done=heard.append) is None
+    loop.run()
+    assert heard[1] is None and "potential" not in lab.blocks
+    monkeypatch.setitem(runner.LIMIT_S, "typed build", 0.0)    # any check is now past its limit
+    lab.check_typed_potential("x^4 - 3*x^2", done=heard.append)
+    loop.run()
+    assert "took longer than 0 s" in heard[2].detail and lab.blocks["potential"] is heard[2]

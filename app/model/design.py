@@ -19,8 +19,11 @@ from samplers.design import Design, DesignError, example_names, example_path
 from samplers.design.schema import MAX_STATE, SAMPLER_PARAMS, check_design, check_name
 from samplers.design.yamlfile import Marked, read_yaml
 
+from .runner import LIMIT_S, Sandbox
+
 DESIGN = "design"                 # the designed sampler among the lab's samplers (no registry name is it)
 EMPTY = "empty"                   # the preset with no auxiliary variable and nothing moving: a design to start from
+UPLOAD_MEMORY = 256 << 20          # what reading an uploaded design may add, in its sandbox
 MAX_JSON = 6000                   # a six-variable design is about 1500 characters; a link is not a data format
 DEFAULT_BOX = [-4.0, 4.0]         # the schema's default auxiliary box
 _CHECKED: OrderedDict[str, Design] = OrderedDict()   # a Design keeps its derived recipes: reuse it across rebuilds
@@ -241,6 +244,29 @@ def from_json(text: str) -> dict:
 
 def to_yaml(data: dict) -> str:
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=None, width=100)
+
+
+def _read_uploaded(send, text):
+    try:
+        send(("ok", from_yaml(text)))
+    except DesignError as err:
+        send(("refused", str(err)))
+    except RecursionError:
+        send(("refused", "the design is nested too deeply"))
+
+
+def read_upload(text: str, limit_s: float | None = None) -> dict:
+    """from_yaml in a sandbox, killed past the typed-build limit: an upload is parsed off the event loop and
+    cannot hold a worker either (4 kB of nested brackets once took 0.6-11 s to refuse; issue 28). DesignError
+    for anything it cannot use."""
+    limit_s = LIMIT_S["typed build"] if limit_s is None else limit_s
+    kind, value = Sandbox(_read_uploaded, text, memory=UPLOAD_MEMORY).first(limit_s)
+    if kind == "ok":
+        return value
+    if kind == "refused":
+        raise DesignError(value)
+    raise DesignError(f"the design took longer than {limit_s:g} s to read" if kind == "time" else
+                      f"the design needs more than {UPLOAD_MEMORY >> 20} MB to read")
 
 
 def from_yaml(text: str) -> dict:

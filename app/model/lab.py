@@ -324,6 +324,37 @@ def _trial(send, cfg, fallback, have_runs):
         send(("memory", None) if short else ("error", f"{type(err).__name__}: {err}"))
 
 
+def typed_potential_reason(text: str) -> Block | None:
+    """Why the typed U cannot be used (None when it can)."""
+    if not text.strip():
+        return Block(BlockKind.POTENTIAL, "the typed potential is empty", "type U in x (1-D) or x and y (2-D)")
+    try:
+        load_potential(TYPED + text)
+    except PotentialError as err:
+        return Block(BlockKind.POTENTIAL, f"the typed potential is invalid: {err}", str(err))
+    except Exception as err:     # anything else the parser lets through: still only a message
+        return Block(BlockKind.POTENTIAL, "the typed potential is invalid", f"cannot use this expression: {err}")
+    return None
+
+
+def _check_potential(send, text):
+    try:
+        send(("ok", typed_potential_reason(text)))
+    except RecursionError:
+        send(("recursion", None))
+
+
+def sandboxed_potential_reason(text: str, limit_s: float | None = None) -> Block | None:
+    """typed_potential_reason in a sandbox, killed past the typed-build limit (a worker runs this)."""
+    limit_s = LIMIT_S["typed build"] if limit_s is None else limit_s
+    kind, value = Sandbox(_check_potential, text, memory=BUILD_MEMORY).first(limit_s)
+    if kind == "ok":
+        return value
+    why = {"time": f"it took longer than {limit_s:g} s to check", "recursion": "it is nested too deeply",
+           }.get(kind, f"it needs more than {BUILD_MEMORY >> 20} MB")
+    return Block(BlockKind.POTENTIAL, "the typed potential is too expensive", f"this potential is too expensive: {why}")
+
+
 def trial_build(cfg: LabConfig, fallback: bool, have_runs: bool, limit_s: float | None = None) -> str | None:
     """None when building `cfg` finishes within the limits in a sandbox, else why not (a sentence)."""
     limit_s = LIMIT_S["typed build"] if limit_s is None else limit_s
@@ -388,22 +419,25 @@ class Lab(Session):
         if blocks != self.blocks:
             self.blocks = blocks
 
-    def check_typed_potential(self, text: str) -> Block | None:
-        """Block the run while the U being typed is not a valid potential (None when it is valid)."""
-        reason = None
-        if not text.strip():
-            reason = Block(BlockKind.POTENTIAL, "the typed potential is empty",
-                           "type U in x (1-D) or x and y (2-D)")
-        else:
-            try:
-                load_potential(TYPED + text)
-            except PotentialError as err:
-                reason = Block(BlockKind.POTENTIAL, f"the typed potential is invalid: {err}", str(err))
-            except Exception as err:     # anything else the parser lets through: still only a message
-                reason = Block(BlockKind.POTENTIAL, "the typed potential is invalid",
-                               f"cannot use this expression: {err}")
+    def check_typed_potential(self, text: str, done: Callable[[Block | None], None] | None = None) -> Block | None:
+        """Block the run while the U being typed is not a valid potential (None when it is valid). With `done` and
+        a session loop, the check runs in a sandbox off the loop, held to the typed-build limit (a valid nested U
+        took 0.8-4.7 s to build, on the loop, at every keystroke; issue 28), and done(reason) hears of it on the
+        loop; the latest text typed supersedes the others. Otherwise it runs here, and done hears at once."""
+        if done is None or self.runner.inline or not text.strip():
+            reason = typed_potential_reason(text)
+            self._typed_checked(reason, done)
+            return reason
+        self.runner.run(partial(sandboxed_potential_reason, text), lambda out: self._typed_checked(out, done),
+                        tag="typed U")
+        return None
+
+    def _typed_checked(self, reason, done) -> None:
+        if isinstance(reason, Failure):
+            reason = Block(BlockKind.POTENTIAL, "the typed potential could not be checked", reason.message)
         self.block("potential", reason)
-        return reason
+        if done is not None:
+            done(reason)
 
     @property
     def valid_config(self) -> dict:

@@ -78,10 +78,11 @@ class Session(param.Parameterized):
 
     def pause(self, notice: Notice | None = None) -> None:
         """Pause, saying why when the session itself stops the run."""
-        self.playing = False
-        self._play_after = False
+        # the notice first: the views' reaction to the pause may fail (see failed), and the user is told anyway
         if notice is not None:
             self.notice = notice
+        self.playing = False
+        self._play_after = False
 
     def reset(self, **options) -> None:
         """The same configuration from step 0, playing on if it played (or was about to)."""
@@ -99,7 +100,15 @@ class Session(param.Parameterized):
         if failure.bug and not isinstance(err, Failure):
             log.error("a session's run failed", exc_info=err)
         kind = NoticeKind.INTERNAL if failure.bug else NoticeKind.FAILED
-        self.pause(Notice(kind, f"the run stopped: {failure.message}"))
+        notice = Notice(kind, f"the run stopped: {failure.message}")
+        try:
+            self.pause(notice)
+        except Exception as again:
+            # what broke the work can break the views' reaction to the pause too (a module half-imported on a
+            # worker breaks every Bokeh stream; issue 28): the run still stops, unheard, and the notice stays
+            log.error("stopping a failed run failed too", exc_info=again)
+            with param.parameterized.discard_events(self):
+                self.pause(notice)
 
     def close(self) -> None:
         """End of session: stop, and let nothing more come back to it."""

@@ -135,12 +135,13 @@ class PotentialPicker(Viewer):
         text = text.strip()
         if text.startswith(TYPED):      # the spelling of links and the README, pasted in
             text = text[len(TYPED):]
-        reason = self.lab.check_typed_potential(text)
-        if reason is not None:
-            self.status.object = error_html(reason.detail)
-            return
-        self.status.object = ok_html("✓ valid")
-        self._apply_soon(TYPED + text.strip())
+        def checked(reason):
+            if reason is not None:
+                self.status.object = error_html(reason.detail)
+                return
+            self.status.object = ok_html("✓ valid")
+            self._apply_soon(TYPED + text.strip())
+        self.lab.check_typed_potential(text, done=checked)
 
     def _apply_soon(self, spec: str, delay_ms: int = 350):
         """Apply a valid expression once typing pauses: every valid prefix of what is being typed

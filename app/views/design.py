@@ -30,6 +30,7 @@ from ..model.design import (
     key_of,
     params_text,
     preset,
+    read_upload,
     remove_aux,
     rename_aux,
     set_cell,
@@ -40,6 +41,7 @@ from ..model.design import (
 )
 from ..model.lab import Lab
 from ..model.reasons import BlockKind
+from ..model.runner import Failure
 from .controls import error_html
 from .recipe_editor import BAD_CELL_CSS, CellInput, MathPanes, matrix_grid, residual_badge
 
@@ -274,13 +276,21 @@ class DesignEditor(Viewer):
     def _on_upload(self, event):
         if not event.new:
             return
-        try:
-            data = from_yaml(event.new.decode("utf-8", errors="replace"))
-        except DesignError as err:
-            self.upload_status.object = error_html(f"{self.upload.filename or 'the file'}: {err}")
-            return
-        self.upload_status.object = ""
-        self._apply(data, **self._with_target(data))
+        text, name = event.new.decode("utf-8", errors="replace"), self.upload.filename or "the file"
+        runner = self.lab.runner
+        if runner.inline:
+            read = partial(from_yaml, text)
+        else:
+            self.upload_status.object = "reading the file…"
+            read = partial(read_upload, text)
+
+        def done(out):
+            if isinstance(out, Failure):
+                self.upload_status.object = error_html(f"{name}: {out.message}")
+                return
+            self.upload_status.object = ""
+            self._apply(out, **self._with_target(out))
+        runner.run(read, done, tag="design upload")
 
     def _yaml(self):
         data = self.data

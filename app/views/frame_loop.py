@@ -20,6 +20,8 @@ from panel.io.state import set_curdoc
 from tornado.ioloop import IOLoop
 from tornado.websocket import WebSocketClosedError
 
+log = logging.getLogger(__name__)
+
 FRAME_MS = 40          # 25 frames per second at most; a frame costs a few ms at 10^4 chains
 
 
@@ -158,9 +160,18 @@ class FrameLoop:
             with self.one_message():
                 self.frame()
         except Exception as err:   # never let a frame kill the session
-            self.on_error(err)
+            self._report(err)
         finally:
             self.in_frame = False
+
+    def _report(self, err: Exception) -> None:
+        """Tell the owner; should that fail too, stop here rather than raise into the server's loop, where
+        every frame after it would raise again."""
+        try:
+            self.on_error(err)
+        except Exception:
+            log.exception("a failed frame could not be reported")
+            self.stop()
 
     def _abandoned(self) -> bool:
         """A closed tab's session lives on until the server's unused-session check: no frames for nobody.

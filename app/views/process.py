@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gc
+import importlib
 import os
 
 from bokeh.settings import settings
@@ -12,6 +13,26 @@ from .page import quiet_late_messages
 
 _prepared = False
 
+# What a frame, a build or a Models build imports lazily, imported here once, on the event loop's thread before
+# the first session. First imported on a worker instead, a module sits half-initialised in sys.modules while
+# the loop's frames look it up there (Bokeh's `stream` and narwhals read sys.modules["pandas"]): a logistic
+# regression opened in one session once stopped every session's run with "partially initialized module
+# 'pandas' has no attribute 'Series'" (issue 28). tests/test_frame_loop.py checks that a frame and every
+# Models build import nothing more.
+FIRST_USE = (
+    "pandas", "narwhals", "contourpy",                    # Bokeh's stream and contour_data look these up
+    # the Models page's data (logistic-digits, lda-reuters); load_digits finds its files as packages
+    "sklearn.datasets", "sklearn.datasets.data", "sklearn.datasets.descr", "lda.datasets",
+    # sympy's own lazy imports, met by a typed potential's build and lambdify
+    "sympy.codegen.ast", "sympy.combinatorics", "sympy.tensor.tensor", "sympy.sets.setexpr",
+    "sympy.assumptions.wrapper",
+)
+
+
+def import_first_use() -> None:
+    for name in FIRST_USE:
+        importlib.import_module(name)
+
 
 def prepare_process() -> None:
     global _prepared
@@ -21,6 +42,7 @@ def prepare_process() -> None:
     quiet_closed_sockets()
     quiet_late_messages()
     bokeh_speedups.install()      # a fifth less server CPU per page open (see its docstring)
+    import_first_use()
     # Panel runs a full gc.collect() after sessions end (panel/io/document.py), and a full collection walks
     # every tracked object, the imports' ~200 000 (sympy, numpy, Bokeh, Panel) that live as long as the
     # process included. Frozen once, before the first session builds anything, they are left out of it.

@@ -9,6 +9,9 @@ from samplers.engine.symbols import RecipeError
 MAX_CHARS = 64_000     # a design is a few hundred characters; this is not a data format
 PLAIN_TAGS = ("tag:yaml.org,2002:seq", "tag:yaml.org,2002:map")
 MAX_NODES = 2_000      # counted as walked: aliases to large lists cannot multiply the work
+# A design nests its brackets two or three deep (D, its rows, a cell's list). PyYAML took 0.6-11 s to refuse 4 kB
+# of nested `[` (recursing to Python's limit), on the server's event loop (issue 28): counted first, in one pass.
+MAX_FLOW_DEPTH = 32
 
 
 class DesignError(RecipeError):
@@ -59,6 +62,8 @@ def read_yaml(text: str) -> Marked:
         raise DesignError(f"a design is YAML text, not {type(text).__name__}")
     if len(text) > MAX_CHARS:
         raise DesignError(f"the design is {len(text):,} characters long (at most {MAX_CHARS:,})")
+    if _flow_depth(text) > MAX_FLOW_DEPTH:
+        raise DesignError("the design is nested too deeply")
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         if node is None:
@@ -77,6 +82,18 @@ def read_yaml(text: str) -> Marked:
     except RecursionError:
         raise DesignError("the design is nested too deeply") from None
     return Marked(data, marks, key_marks)
+
+
+def _flow_depth(text: str) -> int:
+    """The deepest nesting of [ and { (brackets inside quotes count too: a design has no reason for 32)."""
+    depth = deepest = 0
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth = max(depth - 1, 0)
+    return deepest
 
 
 def _plain(node, key: tuple, marks: dict, key_marks: dict, budget: list):

@@ -50,6 +50,10 @@ def parse_cell(text, variables, U, where: str, cell=None, values=None) -> sympy.
         expr = parse_expression(text, variables, float_decimals=True).xreplace({u_plain: U, **(values or {})}).doit()
         if expr.has(sympy.nan, sympy.zoo, sympy.oo, -sympy.oo):     # 1/(theta_1 - theta_1), once evaluated
             raise ExpressionError("undefined (division by zero or a pole)")
+        # (-theta_1^2)^0.5 is I*|theta_1|, sqrt(-1 - theta_1^2) is never real: the step's real arrays cannot hold
+        # them (the run stopped at its first step with a casting error)
+        if expr.has(sympy.I) or expr.is_extended_real is False:
+            raise ExpressionError(f"complex-valued ({expr}): a cell must be real for every state")
         _check_growth(expr)
         return expr
     except ExpressionError as err:
