@@ -1,0 +1,121 @@
+"""Conformance (issue 25, item 8): cases others wrote, run by every sampler they apply to.
+
+Each case's source is cited in conformance_cases.py beside its density: chi-feng/mcmc-demo's gallery (banana,
+donut, standard, multimodal, funnel, squiggle), BlackJAX's linear-regression sampling test and Chen, Fox &
+Guestrin's Fig. 1 setting. A corrected sampler at its defaults (target-fitted eps) must reach the noise floor:
+KL <= floor + 4 sd, sd the KL's (resampling whole chains) and the floor estimate's in quadrature
+(conformance_cases.tolerance says why). Where it
+does not, the case runs at eps=auto (samplers.ladder.auto_eps); where that fails too the pair is an expected
+failure with the numbers measured. The naive samplers must fail the same criterion or have escaped chains (the
+power check), and exact draws must pass it. The simplex samplers and Santa (an annealer) do not apply.
+The table is benchmarks/conformance.py's, in docs/conformance.md.
+"""
+import numpy as np
+import pytest
+from conformance_cases import CORRECTED, NAIVE, cases, kl_sd, measure, tolerance
+
+from samplers.accuracy import kl_noise_floor, score
+from samplers.targets.presets import get_potential
+
+CASES = cases()
+
+# (case, sampler) that miss the floor at their defaults and reach it at eps=auto (docs/conformance.md)
+AT_AUTO = {("donut", "sgld"), ("blackjax-linreg", "sgld"), ("blackjax-linreg", "sgrld"), ("chen-fig1", "sgld")}
+
+# (case, sampler) that miss it at eps=auto too: findings, with the numbers measured (benchmarks/conformance.py, seed
+# 1). The funnel's ladders alone take a minute each (its neck wants eps ~1e-4), so these run in the benchmark, not
+# here (run=False).
+XFAIL = {
+    ("funnel", "sgnht"): "defaults eps 0.0105: KL 0.0270 > tolerance 0.0157; eps=auto: no rung passed the ladder; "
+                         "at its smallest, 6.6e-4, KL 0.0532 > tolerance 0.0435 (floor 0.0288)",
+    ("funnel", "hmc"): "defaults eps 0.0527: KL 0.0194 > tolerance 0.0115; eps=auto: no rung passed the ladder; at "
+                       "its smallest, 0.0033, KL 0.592 > tolerance 0.037 (chains have not crossed the funnel)",
+    ("funnel", "qnhmc"): "the same runs as HMC's, to the digit: defaults KL 0.0194 > 0.0115; eps=auto 0.0033, "
+                         "KL 0.592 > 0.037",
+    # the ladder passes the default rung (30 time units of burn-in); 2000 steps at 0.00316 are 6, and the
+    # thermostat has not settled: a burn-in finding at the fitted eps, not a stationarity one
+    ("blackjax-linreg", "sgnht"): "eps=auto 0.00316 (the fitted default): KL 0.2005 > tolerance 0.0010 (floor 2.3e-4)",
+    ("blackjax-linreg", "msgnht"): "eps=auto 0.00316 (the fitted default): KL 0.2005 > tolerance 0.0010 (floor 2.3e-4)",
+    ("blackjax-linreg", "sgrhmc"): "defaults eps 0.00316: KL 0.00708 > 0.00033; eps=auto 7.9e-4: KL 0.0125 > "
+                                   "tolerance 0.0014 (floor 0.00046)",
+}
+
+# (case, sampler) that miss the floor at their defaults and where the ladder passes no rung, but a run at its
+# smallest rung is within the tolerance (its chains barely move, so the floor is 2-3 times the defaults'): run by
+# the benchmark only, for time, and listed as findings in docs/conformance.md
+BENCH_ONLY = {
+    ("funnel", "sgld"): "defaults eps 0.00278: KL 0.0421 > 0.0244; eps=auto 1.7e-4 (no rung passed): KL 0.0477 <= "
+                        "0.123",
+    ("funnel", "sghmc"): "defaults eps 0.0263: KL 0.0217 > 0.0182; eps=auto 0.00165 (no rung passed): KL 0.0415 <= "
+                         "0.0486",
+    ("funnel", "msgnht"): "defaults eps 0.0105: KL 0.0488 > 0.0159; eps=auto 6.6e-4 (no rung passed): KL 0.0610 <= "
+                          "0.0689",
+    ("funnel", "sgrhmc"): "defaults eps 0.0105: chains diverged; eps=auto 6.6e-4 (no rung passed): KL 0.0424 <= 0.0634",
+    ("squiggle", "sgnht"): "defaults eps 0.0137: KL 0.0164 > 0.0156; eps=auto 8.6e-4 (no rung passed): KL 0.0775 <= "
+                           "0.186 (floor 0.091)",
+}
+
+# naive samplers not measurably biased on a case (V = 1): on an isotropic Gaussian and the gallery's mixture of
+# isotropic ones QNHMC's metric stays near the identity, so the terms Eq. (4) drops are small
+NAIVE_XFAIL = {
+    ("standard", "qnhmc-naive"): "KL 0.00476 within tolerance 0.00493 (floor 0.00400)",
+    ("multimodal", "qnhmc-naive"): "KL 0.00429 within tolerance 0.00459 (floor 0.00359)",
+}
+
+
+def _params(pairs, xfails, skip_run=(), skip=None):
+    def marks(c, s):
+        if skip and (c, s) in skip:
+            return [pytest.mark.skip(reason="benchmarks/conformance.py only: " + skip[(c, s)])]
+        if (c, s) in xfails:
+            return [pytest.mark.xfail(strict=True, reason=xfails[(c, s)], run=(c, s) not in skip_run)]
+        return []
+    return [pytest.param(c, s, id=f"{c}-{s}", marks=marks(c, s)) for c, s in pairs]
+
+
+@pytest.mark.parametrize("case,sampler", _params([(c, s) for c in CASES for s in CORRECTED], XFAIL,
+                                                 skip_run=XFAIL, skip=BENCH_ONLY))
+def test_corrected_sampler_reaches_the_noise_floor(case, sampler):
+    extra = {}
+    if (case, sampler) in AT_AUTO:
+        from samplers.ladder import auto_eps
+        from samplers.registry import build_sampler
+        c = CASES[case]
+        extra["eps"] = auto_eps(build_sampler(sampler, c.potential, V=c.V, **c.params.get(sampler, {})), seed=3).eps
+    o = measure(CASES[case], sampler, **extra)
+    # escaped chains are reported, not failed: the bound behind them holds for log-concave targets, and the
+    # funnel and the gallery's mixtures are not (the KL sees what matters of them)
+    assert o.reaches_floor, o
+
+
+@pytest.mark.parametrize("case,sampler", _params([(c, s) for c in CASES for s in NAIVE], NAIVE_XFAIL))
+def test_naive_sampler_is_biased_or_escapes(case, sampler):
+    o = measure(CASES[case], sampler)
+    assert o.biased, o
+
+
+@pytest.mark.parametrize("case", ["standard", "banana", "funnel"])
+def test_exact_draws_pass(case):
+    """The criterion's size: AR(1) chains exact in law (phi = 0.95, as correlated as a slow sampler's), drawn
+    through the Gaussian these cases are maps of, score within the tolerance. banana and funnel are drawn by
+    their sources' own maps (MCMC.js: y0 = x/a, y1 = ya + ab(x^2 + a^2); y - 2 ~ N(0, 9), x ~ N(0, e^(y-2)))."""
+    pot = get_potential(CASES[case].potential)
+    rng = np.random.default_rng(7)
+    kept, chains, phi = 600, 1000, 0.95
+    z = rng.standard_normal((chains, 2))
+    out = np.empty((kept, chains, 2))
+    for k in range(kept):
+        z = phi * z + np.sqrt(1 - phi * phi) * rng.standard_normal((chains, 2))
+        if case == "standard":
+            out[k] = z
+        elif case == "banana":     # (y0, y1) ~ N((0, 4), [[1, .5], [.5, 1]]), inverted
+            y0 = z[:, 0]
+            y1 = 4 + 0.5 * z[:, 0] + np.sqrt(0.75) * z[:, 1]
+            x = 2 * y0
+            out[k] = np.stack([x, (y1 - 2 * 0.2 * (x * x + 4)) / 2], axis=1)
+        else:
+            y = 2 + 3 * z[:, 1]
+            out[k] = np.stack([np.exp((y - 2) / 2) * z[:, 0], y], axis=1)
+    sc = score(pot, out)
+    floor = kl_noise_floor(pot, out)
+    assert sc["kl"] <= tolerance(floor, kl_sd(pot, out), chains), (sc["kl"], floor)
