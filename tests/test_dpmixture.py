@@ -142,7 +142,10 @@ def test_scores_at_the_truth():
 def test_reproduction_claims(tmp_path):
     claims = run("scir-dpmixture", tmp_path)
     [main] = [c for t, c in claims.items() if t.startswith("SCIR's held-out log predictive is at least as good")]
-    assert main["holds"] is True, main["evidence"]
+    # at the quick size the comparison is at equal CPU time over 3 chains, so its gap can fall inside twice its
+    # standard error on a busy machine (issue 26: then "not decidable here", null); it must never come out against
+    # SCIR, and the full-size run in assets/reproductions decides it
+    assert main["holds"] is not False and main["decides"], main["evidence"]
     [occ] = [c for t, c in claims.items() if t.startswith("SGRLD occupies more components")]
     assert "SGRLD" in occ["evidence"] and "SCIR" in occ["evidence"]
     # a boolean or null (never numpy's bool written as the string "True"), with what would decide it
