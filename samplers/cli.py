@@ -28,7 +28,7 @@ from samplers.run import run
 from samplers.sampler import SamplerError
 from samplers.stepsize import fit_eps
 from samplers.targets.potential import PotentialError
-from samplers.targets.presets import get_potential, preset_names
+from samplers.targets.presets import get_potential, parse_box, preset_names
 
 # TypeError as in the lab: a parameter's checks may compare what the user left empty (--set eps=) with a number
 USER_ERRORS = (PotentialError, SamplerError, RecipeError, GradientError, ValueError, OSError, KeyError, TypeError)
@@ -98,15 +98,9 @@ BOX_HELP = ("the box the target is drawn and scored on (histogram bins, KL, TV),
 
 def _parse_box(text: str) -> tuple:
     try:
-        values = [float(v) for v in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--box takes numbers lo,hi per coordinate, e.g. -10,10,-8,8; got '{text}'") from None
-    if len(values) not in (2, 4) or not all(np.isfinite(values)) or any(
-            lo >= hi for lo, hi in zip(values[::2], values[1::2])):
-        raise argparse.ArgumentTypeError(f"--box takes lo,hi (1-d) or lo,hi,lo,hi (2-d) with each lo < hi, e.g. "
-                                         f"-10,10,-8,8; got '{text}'")
-    return tuple(zip(values[::2], values[1::2]))
+        return parse_box(text)
+    except PotentialError as err:
+        raise argparse.ArgumentTypeError(str(err).replace("a box is", "--box takes")) from None
 
 
 def _parse_sets(items) -> dict:

@@ -713,3 +713,23 @@ def test_beta_and_the_schedule_come_from_the_link_and_go_back_to_it(lab, server)
     assert "a.beta=2" in page.evaluate("() => window.location.search")
     assert not server.server_errors()
     assert not p.errors, p.errors
+
+
+def test_a_typed_targets_box_is_a_field_kept_in_the_link(lab):
+    """Issue 25, item 2: the box a typed target is drawn and scored on is a field beside U (the CLI's --box, a
+    link's box=); a bad box is refused beside it, naming it; a good one redraws the histogram on it."""
+    p = lab("?pot=expr:x^4-2*x^2")
+    page = p.page
+    field = page.locator(".box-input input").first
+    field.fill("3,1")
+    field.press("Enter")
+    wait_text(page.locator(".expr-status").first, r"Box: a box is .* each lo < hi")
+    assert "box=" not in page.url
+    field.fill("-4,4")
+    field.press("Enter")
+    page.wait_for_function("() => decodeURIComponent(window.location.search).includes('box=-4,4')")
+    deadline = time.monotonic() + 30
+    while (edges := bokeh_data(page, "hist-A", "left0"))[:1] != [-4.0] and time.monotonic() < deadline:
+        page.wait_for_timeout(250)       # the rebuild on the new box replaces the figure's data
+    assert edges[:1] == [-4.0], edges[:2]
+    assert not p.errors, p.errors

@@ -95,3 +95,36 @@ def test_bhat_auto_at_a_step_it_cannot_take_is_refused_before_the_run(tmp_path, 
     bound = float(err.split("take eps <= ")[1].split(",")[0])
     assert main([*BHAT_RUN, "--set", f"eps={bound}", "--out", str(out)]) == 0 and out.exists()
     assert main([*BHAT_RUN, "--set", f"eps={4 * bound}", "--out", str(out)]) == 2
+
+
+def test_the_lab_counts_escaped_chains_and_the_share_outside_its_box():
+    """Issue 25, item 3, in the lab: the ring's naive SGHMC run shows its escaped chains and the share of its
+    samples outside the box beside the diverged ones; the corrected run beside it shows none escaped."""
+    from app.model.config import LabConfig
+    from app.model.lab import Lab
+    lab = Lab(LabConfig(potential=RING, sampler="sghmc-naive", params={"eps": "0.1"}, compare=True,
+                        sampler_b="sghmc", params_b={"eps": "0.01"}, chains=200, seed=1, speed=50, burn=200))
+    assert not lab.blocks
+    lab.play()
+    for _ in range(16):
+        lab.frame()
+    a, b = (run.metrics() for run in lab.runs)
+    assert a["diverged"] == 0 and a["escaped"] > 5 and a["outside"] > 0.001, a
+    assert b["escaped"] == 0, b
+
+
+def test_a_box_in_the_link_is_the_box_the_lab_draws_and_scores_on():
+    """Issue 25, item 2: `box=` in a link (the CLI's --box) sets the typed target's box; a bad box is refused
+    with the reason, naming the setting, and the lab keeps its own."""
+    from app.model.config import LabConfig
+    from app.model.lab import Lab
+    from app.model.urlstate import from_query, parse_search, query_string
+    upd, errors = from_query({"pot": "expr:y^2/18 + x^2*exp(-y)/2 + y/2", "box": "-30,30,-10,10"})
+    assert not errors
+    lab = Lab(LabConfig(**upd, chains=100))
+    assert not lab.blocks and [tuple(b) for b in lab.runs[0].pot.box[:2]] == [(-30, 30), (-10, 10)]
+    assert "box=-30%2C30%2C-10%2C10" in query_string(lab.config) or "box=-30,30,-10,10" in query_string(lab.config)
+    assert from_query(parse_search(query_string(lab.config)))[0]["box"] == "-30,30,-10,10"
+    for bad in ("3,1", "a,b", "1,2,3"):
+        upd, errors = from_query({"box": bad})
+        assert upd == {} and len(errors) == 1 and "box" in str(errors[0]).lower(), errors

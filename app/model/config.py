@@ -8,6 +8,8 @@ from __future__ import annotations
 import param
 
 from samplers.registry import REGISTRY
+from samplers.targets.potential import PotentialError
+from samplers.targets.presets import parse_box
 
 from .design import DESIGN
 from .presets import known_potential, samplers
@@ -16,6 +18,14 @@ from .presets import known_potential, samplers
 def _potential(text: str) -> str:
     if not known_potential(text):
         raise ValueError("unknown potential")
+    return text
+
+
+def _box(text: str) -> str:
+    try:
+        parse_box(text)
+    except PotentialError as err:
+        raise ValueError(str(err)) from None
     return text
 
 
@@ -38,6 +48,10 @@ class LabConfig(param.Parameterized):
 
     potential = param.String(default="banana", doc="a preset name or 'expr:<U(x[, y])>'",
                              metadata=url_meta("pot", always=True, parse=_potential))
+    box = param.String(default=None, allow_None=True, label="Box",
+                       doc="the box the target is drawn and scored on, lo,hi per coordinate (x then y), e.g. "
+                           "-10,10,-8,8; None: fitted to where the mass is",
+                       metadata=url_meta("box", parse=_box))
     sampler = param.Selector(default="sghmc", objects=[], metadata=url_meta("s", always=True, parse=_sampler))
     params = param.Dict(default={}, doc="parameter overrides of sampler A")
     compare = param.Boolean(default=False, metadata=url_meta("cmp"))

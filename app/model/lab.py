@@ -220,7 +220,7 @@ def build(cfg: LabConfig, fallback: bool, have_runs: bool) -> Built:
     Invalid D/Q with nothing on screen yet (a link), or on `fallback` (Reset), run the registered
     recipe instead, still blocked: the plots show something true while the editor shows the fault."""
     try:
-        pot = load_potential(cfg.potential)
+        pot = load_potential(cfg.potential, cfg.box)
     except USER_ERRORS as err:
         return Built(Block(BlockKind.POTENTIAL, f"potential: {err}"))
     recipe_block, edits = None, True

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from samplers import diagnostics as dg
-from samplers.accuracy import edges_for, exact_masses
+from samplers.accuracy import edges_for, escaped_chains, exact_masses
 from samplers.cache import BoundedCache
 from samplers.errors import InputError
 from samplers.run import Ensemble
@@ -115,6 +115,7 @@ class LiveRun:
         self._ess_at = -1
         self.error: str | None = None
         self.log_marginal = None
+        self._escaped = (0, -1)            # (chains escaped at the last check, its step)
         self._record_path()
 
     def enable_log_marginal(self) -> bool:
@@ -298,13 +299,27 @@ class LiveRun:
         total = eff * (self.kept if self.kept else self._live_theta().shape[0])
         return float(total), float(eff)
 
+    def n_escaped(self, every: int = 100) -> int | None:
+        """Chains alive now at an energy no draw of the target plausibly has (`accuracy.escaped_chains` on the
+        current states), checked every `every` steps: U is a pass over the data for a data posterior. The count is
+        of the chains now, not of any chain ever: over many checks, "ever" would collect false alarms. None where
+        U is not U of the plotted θ (a simplex target's ω)."""
+        count, at = self._escaped
+        if at < 0 or self.t - at >= every:
+            mask = escaped_chains(self.pot, self.ens.z[None, :, : self.dim], alive=self.alive)
+            count = None if mask is None else int(mask.sum())
+            self._escaped = (count, self.t)
+        return count
+
     def metrics(self) -> dict:
         """Scalars for the metrics panel."""
         dens, joint, outside = self.histograms()
         kl, tv = dg.counts_kl_tv(joint, outside, self.masses)
         ess, eff = self.ess()
+        n = self.kept if self.kept else max(int(self.alive.sum()), 1)
         out = dict(t=self.t, chains=self.chains, dim=self.dim, diverged=self.n_diverged, kl=kl, tv=tv, ess=ess,
-                   ess_per=eff, kept=self.kept, accumulating=self.accumulating, burn=self.burn)
+                   ess_per=eff, kept=self.kept, accumulating=self.accumulating, burn=self.burn,
+                   escaped=self.n_escaped(), outside=outside / n)
         alive = self.ens.guard.alive
         if self.xi_cols:
             out["xi"] = float(self.ens.z[alive][:, self.xi_cols].mean()) if alive.any() else float("nan")

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 from samplers.registry import REGISTRY, get_spec, sampler_names
 from samplers.sampler import SamplerError, coerce_params
 from samplers.targets.potential import Potential
-from samplers.targets.presets import get_potential, preset_names
+from samplers.targets.presets import get_potential, parse_box, preset_names
 
 TYPED = "expr:"          # prefix of a typed potential, as the library spells it
 MAX_RECIPE_DIM = 2       # sympy recipes of 100-d targets take minutes to build: edit D/Q only up to here
@@ -29,18 +29,19 @@ def potential_names() -> list[str]:
     return [name for name in preset_names() if name not in MODEL_TARGETS]
 
 
-def load_potential(spec: str) -> Potential:
+def load_potential(spec: str, box: str | None = None) -> Potential:
     """A preset (cached by the library) or a typed `expr:` potential (cached here: building one
-    normalises it on a grid, ~0.1 s, and the same text comes back as people type and undo).
-    Raises PotentialError."""
+    normalises it on a grid, ~0.1 s, and the same text comes back as people type and undo), on `box`
+    ('lo,hi[,lo,hi]', `parse_box`) or its own. Raises PotentialError."""
     spec = spec.strip()
+    bounds = None if box is None else parse_box(box)
     if not spec.startswith(TYPED):
-        return get_potential(spec)
-    key = spec[len(TYPED):].strip()
+        return get_potential(spec, box=bounds)
+    key = (spec[len(TYPED):].strip(), bounds)
     if key in _TYPED_CACHE:
         _TYPED_CACHE.move_to_end(key)
         return _TYPED_CACHE[key]
-    pot = get_potential(TYPED + key)
+    pot = get_potential(TYPED + key[0], box=bounds)
     _TYPED_CACHE[key] = pot
     while len(_TYPED_CACHE) > _TYPED_CACHE_SIZE:
         _TYPED_CACHE.popitem(last=False)

@@ -15,6 +15,8 @@ import param
 from panel.viewable import Viewer
 
 from samplers.registry import REGISTRY
+from samplers.targets.potential import PotentialError
+from samplers.targets.presets import parse_box
 
 from ..model.config import refusal
 from ..model.design import DESIGN
@@ -108,7 +110,7 @@ class PotentialPicker(Viewer):
 
     def _typed_field(self):
         if self.expr is not None:
-            self.expr.visible = True
+            self.expr.visible = self.box.visible = True
             return
         typed = self.cfg.potential.startswith(TYPED)
         self.expr = pn.widgets.TextInput(name="U(x) or U(x, y)", placeholder="e.g. x^4 - 2*x^2 + 0.3*x",
@@ -116,7 +118,22 @@ class PotentialPicker(Viewer):
                                          sizing_mode="stretch_width", css_classes=["expr-input"])
         self.status = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["expr-status"], margin=(0, 10))
         self.expr.param.watch(self._on_text, "value_input")
-        self.layout[1:1] = [self.expr, self.status]
+        # the box a typed target is drawn and scored on (a link's box=, the CLI's --box); empty: fitted to its mass
+        self.box = pn.widgets.TextInput(name="Box (lo,hi per coordinate)", value=self.cfg.box or "",
+                                        placeholder="fitted to the mass, e.g. -10,10,-8,8",
+                                        sizing_mode="stretch_width", css_classes=["box-input"])
+        self.box.param.watch(self._on_box, "value")
+        self.layout[1:1] = [self.expr, self.status, self.box]
+
+    def _on_box(self, event):
+        text = (event.new or "").strip()
+        try:
+            parse_box(text) if text else None
+        except PotentialError as err:
+            self.status.object = error_html(f"Box: {err} (not applied)")
+            return
+        self.status.object = ""
+        self.cfg.box = text or None
 
     def _on_select(self, event):
         if event.new == TYPED:
@@ -124,10 +141,10 @@ class PotentialPicker(Viewer):
             self._on_text(None)
         else:
             if self.expr is not None:
-                self.expr.visible = False
+                self.expr.visible = self.box.visible = False
                 self.status.object = ""
             self.lab.block("potential", None)
-            self.cfg.potential = event.new
+            self.cfg.param.update(potential=event.new, box=None)   # a typed target's box is not a preset's
 
     def _on_text(self, event):
         # on choosing the option there is no keystroke yet: what the field shows is what applies
@@ -166,6 +183,9 @@ class PotentialPicker(Viewer):
             self._typed_field()
         if self.expr is None:
             return
+        self.box.visible = typed
+        if (self.box.value or None) != self.cfg.box:
+            self.box.value = self.cfg.box or ""
         # never echo text back into the field while someone types in it: it would eat keystrokes
         typing = (self.expr.value_input or "").strip()
         if typed and typing != event.new[len(TYPED):].strip():

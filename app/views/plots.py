@@ -181,7 +181,8 @@ class RunPlots:
         """What the figures' shape depends on: runs with the same structure reuse the figures
         (BokehJS 3.9 keeps replaced models alive for the whole session, so replacing figures on
         every parameter change would grow the page's memory)."""
-        return (run.label, run.pot.name, run.dim, run.has_momentum, len(run.path_chains), log_view,
+        return (run.label, run.pot.name, tuple(map(tuple, run.pot.box)), run.dim, run.has_momentum,
+                len(run.path_chains), log_view,
                 _r_box(side) if run.dim == 1 and run.has_momentum else None)
 
     def __init__(self, run: LiveRun, side, label: str, log_view: bool = False):
@@ -453,6 +454,10 @@ def metrics_html(m: dict, label: str, color: str, title: str) -> str:
             ("TV to exact", "tv", fmt(m["tv"])),
             ("ESS (θ₁)", "ess", fmt(m["ess"])),
             ("diverged chains", "diverged", f"{m['diverged']:,} / {m['chains']:,}")]
+    if m.get("escaped") is not None:
+        rows.append(("escaped chains", "escaped", f"{m['escaped']:,} / {m['chains']:,}"))
+    if m.get("outside"):
+        rows.append(("outside the box", "outside", f"{100 * m['outside']:.2g} %"))
     if "xi" in m:
         rows.append(("ξ (mean)", "xi", fmt(m["xi"])))
     if "temperature" in m:
@@ -466,7 +471,7 @@ def metrics_html(m: dict, label: str, color: str, title: str) -> str:
         f"<td data-metric='{key}-{label.lower()}' style='font-family:monospace;text-align:right'>"
         f"{html.escape(v)}</td></tr>"
         for n, key, v in rows)
-    style = "color:#b00020;font-weight:600" if m["diverged"] else "color:#777"
+    style = "color:#b00020;font-weight:600" if m["diverged"] or m.get("escaped") else "color:#777"
     return (f"<div style='border-left:4px solid {color};padding-left:8px'>"
             f"<div style='font-weight:600'>{html.escape(title)}</div>"
             f"<table style='border-collapse:collapse'>{cells}</table>"

@@ -185,6 +185,20 @@ PREFIXES: dict[str, Callable[..., Potential]] = {
 }
 
 
+def parse_box(text: str) -> tuple:
+    """'lo,hi' (1-d) or 'lo,hi,lo,hi' (2-d, x then y) as ((lo, hi), ...), or PotentialError saying what it takes:
+    the one reading of a typed box, for the CLI's --box and the lab's `box=`."""
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise PotentialError(f"a box is numbers lo,hi per coordinate, e.g. -10,10,-8,8; got '{text[:60]}'") from None
+    if len(values) not in (2, 4) or not all(np.isfinite(values)) or any(
+            lo >= hi for lo, hi in zip(values[::2], values[1::2])):
+        raise PotentialError(f"a box is lo,hi (1-d) or lo,hi,lo,hi (2-d) with each lo < hi, e.g. -10,10,-8,8; "
+                             f"got '{text[:60]}'")
+    return tuple(zip(values[::2], values[1::2]))
+
+
 def preset_names() -> list[str]:
     return list(PRESETS)
 
