@@ -57,7 +57,8 @@ def main():
         print(line, flush=True)
         lines.append(line)
     lines += ["", "Each case: gradient noise V = 1 (Chen et al.'s: V = 4), 1000 chains, 1000 kept steps after a "
-              "burn-in of 2000 steps or 50 time units, whichever is longer (BlackJAX's: 2000 steps) "
+              "burn-in of 2000 steps or 50 time units, whichever is longer (BlackJAX's: 2000 steps; SGNHT "
+              "and mSGNHT on it: 60 time units, as their thermostat drains the energy of a start 16 sd out) "
               "(HMC and QNHMC: a fifth of the steps, L = 10 leapfrog steps apiece), seed 1.", "",
               "| case | source |", "| --- | --- |"] + [f"| {k} | {v} |" for k, v in sources.items()]
     lines += ["", f"CPU time of this run: {time.process_time() - start:.0f} s."]

@@ -32,10 +32,6 @@ XFAIL = {
                        "its smallest, 0.0033, KL 0.592 > tolerance 0.037 (chains have not crossed the funnel)",
     ("funnel", "qnhmc"): "the same runs as HMC's, to the digit: defaults KL 0.0194 > 0.0115; eps=auto 0.0033, "
                          "KL 0.592 > 0.037",
-    # the ladder passes the default rung (30 time units of burn-in); 2000 steps at 0.00316 are 6, and the
-    # thermostat has not settled: a burn-in finding at the fitted eps, not a stationarity one
-    ("blackjax-linreg", "sgnht"): "eps=auto 0.00316 (the fitted default): KL 0.2005 > tolerance 0.0010 (floor 2.3e-4)",
-    ("blackjax-linreg", "msgnht"): "eps=auto 0.00316 (the fitted default): KL 0.2005 > tolerance 0.0010 (floor 2.3e-4)",
     ("blackjax-linreg", "sgrhmc"): "defaults eps 0.00316: KL 0.00708 > 0.00033; eps=auto 7.9e-4: KL 0.0125 > "
                                    "tolerance 0.0014 (floor 0.00046)",
 }
