@@ -184,6 +184,7 @@ def slow_model(step_s: float, metric_s: float = 0.0, dim: int = 4, build_s: floa
     return build
 
 
+@pytest.mark.serving     # a rate of threads against wall time: measured with the machine to itself (.ci/run)
 def test_builds_and_runs_off_the_callers_thread_with_little_overhead(monkeypatch):
     """The Models page's target: updates/s close to 1 / (the two samplers' steps + the metric's share). With
     steps of 20 ms each (LDA at 10^4 documents, K = 50 costs tens of ms a step) and a 10 ms metric, the pool
