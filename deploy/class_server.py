@@ -331,8 +331,11 @@ def _log_tail(path: Path, n: int = 2000) -> str:
 
 
 def panel_args(address: str, port: int, origins: list[str], unused_session_ms: int) -> list[str]:
+    # Panel's admin page shows every session: only where this host alone reaches it (nginx lets only this
+    # machine through to it), not on a worker host's network address
+    admin = ["--admin"] if address.startswith("127.") else []
     args = [sys.executable, "-m", "panel", "serve", "app", "--address", address, "--port", str(port),
-            "--num-procs", "1", "--use-xheaders", "--admin", "--liveness",
+            "--num-procs", "1", "--use-xheaders", *admin, "--liveness",
             "--unused-session-lifetime", str(unused_session_ms), "--check-unused-sessions", "1000"]
     for origin in origins:
         args += ["--allow-websocket-origin", origin]

@@ -277,6 +277,12 @@ def test_panel_processes_on_other_hosts_behind_one_nginx_keep_each_session_on_it
         # the front's nginx is what answers: its log names each host's address
         access = (front.run_dir / "nginx-access.log").read_text()
         assert access.count("GET /app") >= 6
+        # a process stopped on its host: both statuses say so (supervisord's state, and no liveness answer)
+        hosts[1].rpc().supervisor.stopProcess("lab0")
+        line = [t for t in status(hosts[1].run_dir).splitlines() if t.strip().startswith("lab0")][0]
+        assert "STOPPED" in line and "HTTP - " in line, line
+        line = [t for t in status(front.run_dir).splitlines() if t.strip().startswith("lab1")][0]
+        assert "remote" in line and "HTTP - " in line, line
         # a host whose process is gone: its students' pages open on the other host, the cookie follows
         hosts[1].stop()
         status_, headers, _ = get(front.url, cookie="labsrv=lab1")
