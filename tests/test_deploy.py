@@ -178,11 +178,23 @@ def restarted(dep: Deployment, name: str, old_pid: int) -> int | None:
     return pid if pid not in (None, old_pid) and serving(f"http://{backend}/liveness") else None
 
 
-def test_a_killed_panel_process_is_restarted_and_its_page_says_so_and_reconnects_to_the_same_lab(
+def test_a_panel_process_killed_mid_class_is_restarted_its_page_says_so_and_reconnects_to_the_same_lab(
         browser, tmp_path):
-    dep = start(port=free_port(), procs=2, run_dir=tmp_path / "run", timeout=120, say=lambda *_: None,
-                unused_session_ms=UNUSED_SESSION_MS)
+    """Through `--foreground`, the container's entry point: it stays up through the kill, then SIGTERM
+    stops everything."""
+    port, run_dir, log_path = free_port(), tmp_path / "run", tmp_path / "foreground.log"
+    log = open(log_path, "w")
+    front = subprocess.Popen([sys.executable, str(ROOT / "deploy" / "class_server.py"), "start", "--foreground",
+                              "--procs", "2", "--port", str(port), "--run-dir", str(run_dir),
+                              "--unused-session-ms", str(UNUSED_SESSION_MS)],
+                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    pids = []
     try:
+        wait_until(lambda: "serving the lab at" in log_path.read_text() or front.poll() is not None, 180,
+                   "the deployment serves")
+        assert front.poll() is None, log_path.read_text()
+        dep = Deployment.load(run_dir)
+        pids = dep.all_pids()
         victim, other = (open_lab(browser, dep, name) for name in ("lab0", "lab1"))
         for page, *_ in (victim, other):
             assert wait_for_step(page, 10, "a", timeout=30) >= 10
@@ -201,6 +213,7 @@ def test_a_killed_panel_process_is_restarted_and_its_page_says_so_and_reconnects
         # supervisord starts it again, on the same port
         new = wait_until(lambda: restarted(dep, "lab0", old), RESTART_TIMEOUT, "lab0 restarted and serving")
         print(f"lab0 serving again {time.monotonic() - killed_at:.1f} s after SIGKILL (pid {old} -> {new})")
+        pids.append(new)
         lines = {line.split()[0]: line for line in status(dep.run_dir).splitlines()[2:]}
         assert f"pid {new} " in lines["lab0"] and "RUNNING" in lines["lab0"] and "HTTP 200" in lines["lab0"], lines
         # the other process's student did not notice
@@ -219,39 +232,20 @@ def test_a_killed_panel_process_is_restarted_and_its_page_says_so_and_reconnects
         assert wait_for_step(page, 10, "a", timeout=30) >= 10
         for p, *_ in (victim, other):
             p.context.close()
-    finally:
-        dep.stop()
 
-
-def test_foreground_survives_a_killed_panel_process_and_stops_everything_on_sigterm(tmp_path):
-    port, run_dir = free_port(), tmp_path / "run"
-    log = open(tmp_path / "foreground.log", "w+")
-    front = subprocess.Popen([sys.executable, str(ROOT / "deploy" / "class_server.py"), "start", "--foreground",
-                              "--procs", "1", "--port", str(port), "--run-dir", str(run_dir)],
-                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/app"
-    try:
-        wait_until(lambda: "serving the lab at" in (tmp_path / "foreground.log").read_text()
-                   or front.poll() is not None, 120, "the deployment serves")
-        assert front.poll() is None and serving(url), (tmp_path / "foreground.log").read_text()
-        dep = Deployment.load(run_dir)
-        pids = dep.all_pids()
-        old = dep.pids["lab0"]
-        os.kill(old, signal.SIGKILL)
-        wait_until(lambda: restarted(dep, "lab0", old), RESTART_TIMEOUT, "lab0 restarted and serving")
-        assert serving(url)                      # through nginx again
-        assert front.poll() is None, (tmp_path / "foreground.log").read_text()
+        # --foreground stayed through it, said so, and stops everything on SIGTERM
+        assert front.poll() is None, log_path.read_text()
         front.send_signal(signal.SIGTERM)
-        assert front.wait(60) == 0
-        log.seek(0)
-        assert "lab0 ended; supervisord restarted it" in log.read()
+        assert front.wait(60) == 0, log_path.read_text()
+        assert "lab0 ended; supervisord restarted it" in log_path.read_text()
     finally:
         if front.poll() is None:
             front.kill()
             front.wait()
-        Deployment.load(run_dir) and Deployment.load(run_dir).stop()
-    assert not [pid for pid in pids + [dep.pids.get("lab0", 0)] if pid and alive(pid)]
-    assert not serving(url)
+        if Deployment.load(run_dir) is not None:
+            Deployment.load(run_dir).stop()
+    assert not [pid for pid in pids if alive(pid)]
+    assert not serving(f"http://127.0.0.1:{port}/app")
 
 
 def test_panel_processes_on_other_hosts_behind_one_nginx_keep_each_session_on_its_process(tmp_path):
