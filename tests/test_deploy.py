@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))       # deploy/ is a directory of scripts, not an 
 from deploy.class_server import (  # noqa: E402
     Deployment,
     nginx_binary,
+    parse_workers,
     start,
     start_workers,
     status,
@@ -294,3 +295,11 @@ def test_panel_processes_on_other_hosts_behind_one_nginx_keep_each_session_on_it
     finally:
         for dep in reversed(hosts):
             dep.stop()
+
+
+def test_workers_are_read_as_addresses_and_ports():
+    assert parse_workers("127.0.0.2:5100, localhost:5101\n127.0.0.3:5100") == [
+        "127.0.0.2:5100", "127.0.0.1:5101", "127.0.0.3:5100"]
+    for bad in ("127.0.0.2", "127.0.0.2:0", ":5100", "127.0.0.2:51x", "127.0.0.2:5100,127.0.0.2:5100"):
+        with pytest.raises(ValueError):
+            parse_workers(bad)
