@@ -6,6 +6,7 @@ with `python -m panel serve app`.
 """
 import panel as pn
 
+from app.views.connection import watch_connection
 from app.views.page import AppView
 from app.views.process import prepare_process
 
@@ -21,6 +22,7 @@ location = pn.state.location
 search = location.search if location is not None else ""
 view = AppView(search)
 view.start(pn.state.curdoc, location)
+watch_connection(pn.state.curdoc)
 # a bound method, not a lambda over a module global: Bokeh clears this module's globals after the run
 pn.state.on_session_destroyed(view.on_session_destroyed)
 view.servable(title="SG-MCMC lab")

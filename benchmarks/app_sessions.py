@@ -51,14 +51,15 @@ class ProtocolClient:
     machine recurses once per message and overflows the stack after about a thousand messages, so it
     cannot watch a live lab.)"""
 
-    def __init__(self, server: AppServer | None, args=None, url: str | None = None):
-        """The page at server.url with args' query, or at url (a full URL with its query)."""
+    def __init__(self, server: AppServer | None, args=None, url: str | None = None, cookie: str | None = None):
+        """The page at server.url with args' query, or at url (a full URL with its query); cookie: sent with
+        the page's request, as a browser that has been there before sends it (a proxy's affinity cookie)."""
         from urllib.parse import urlencode
-        from urllib.request import urlopen
+        from urllib.request import Request, urlopen
         url = url or server.url + "?" + urlencode(query(args))
         self.opened = time.monotonic()          # page-open latency: from here to first_frame
         self.first_frame = None
-        with urlopen(url, timeout=60) as r:
+        with urlopen(Request(url, headers={"Cookie": cookie} if cookie else {}), timeout=60) as r:
             html = r.read().decode()
             self.page_headers = r.headers
         self.token = re.search(r'"token":"([^"]+)"', html).group(1)
@@ -67,7 +68,7 @@ class ProtocolClient:
         page, _, search = url.partition("?")
         self.ws_url = page.replace("http://", "ws://") + "/ws" + (f"?{search}" if search else "")
         # the page's cookies go back with the websocket, as a browser's would (a proxy's affinity cookie)
-        self.cookie = "; ".join(c.split(";")[0] for c in self.page_headers.get_all("Set-Cookie") or [])
+        self.cookie = "; ".join(c.split(";")[0] for c in self.page_headers.get_all("Set-Cookie") or []) or cookie
         self.ws_headers = None
         self.frames = 0
         self.hist_id = None

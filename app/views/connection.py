@@ -1,0 +1,41 @@
+"""What a page shows when its server connection is lost: a banner that says so and a Reconnect button.
+
+A Bokeh session lives in one server process; when that process ends (restarted by the deploy recipe's
+supervisor, or the server stopped) the page's websocket closes and the page would otherwise freeze as it
+was, its Pause button still showing. Bokeh's own "reconnect" (and Panel's `config.reconnect`, whose prompt
+comes with Panel's notifications) reconnects the websocket to the same session id, which a restarted
+process does not have. Reconnect here loads the page's current address again: the page keeps its address
+in step with its configuration (views/page.py), so a new session on a live process opens the same lab.
+Panel's `config.disconnect_notification` (panel/io/notifications.py) puts a toast on the page through its
+notifications extension, a model more on every page (the app runs with notifications=False), with the same
+session-id reconnect as its only offer; this callback on Bokeh's `connection_lost` document event is all
+the page needs.
+"""
+from bokeh.models import CustomJS
+
+MESSAGE = "The connection to the server was lost: this page no longer updates."
+
+# idempotent: Bokeh may report the loss more than once (one per reconnection attempt)
+SHOW_BANNER = """
+if (document.getElementById('lab-connection-lost') !== null) { return }
+const banner = document.createElement('div')
+banner.id = 'lab-connection-lost'
+banner.setAttribute('role', 'alert')
+banner.style.cssText = 'position:fixed;top:0;left:0;right:0;z-index:100000;padding:10px 16px;' +
+  'background:#b00020;color:#fff;font:15px/1.4 system-ui,sans-serif;display:flex;gap:12px;align-items:center;' +
+  'justify-content:center;box-shadow:0 2px 6px rgba(0,0,0,.3)'
+const text = document.createElement('span')
+text.textContent = message
+const button = document.createElement('button')
+button.type = 'button'
+button.textContent = 'Reconnect'
+button.style.cssText = 'font:inherit;font-weight:600;padding:4px 14px;border:0;border-radius:4px;cursor:pointer'
+button.addEventListener('click', () => window.location.assign(window.location.href))
+banner.append(text, button)
+document.body.append(banner)
+"""
+
+
+def watch_connection(doc):
+    """Show the banner on this session's page when its connection to the server is lost."""
+    doc.js_on_event("connection_lost", CustomJS(args={"message": MESSAGE}, code=SHOW_BANNER))
