@@ -1,6 +1,8 @@
 """The Japanese lessons (lessons/ja/, format in lessons/ja/README.md) against their English pages: the same
 demo/ladder/check lines in the same order, one `{{eq:k}}` line per English display block in order, only
-title and summary in the front matter, the same errata anchors, and prose that is mostly Japanese."""
+title and summary in the front matter, the same errata anchors, and prose that is mostly Japanese. The
+Japanese errata page (docs/errata.ja.md) against docs/errata.md: every entry's anchor and heading in order,
+and in each entry the same tests, checks, in-page and lesson links."""
 import re
 from pathlib import Path
 
@@ -13,6 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 LESSONS = ROOT / "lessons"
 JA = LESSONS / "ja"
 JA_PAGES = sorted(JA.glob("[0-9][0-9]-*.md"))
+ERRATA = ROOT / "docs" / "errata.md"
+ERRATA_JA = ROOT / "docs" / "errata.ja.md"
 
 MARKER = re.compile(r"^[ \t]*\{\{(demo|ladder|check:[A-Za-z_][A-Za-z0-9_]*)\}\}[ \t]*$", re.M)
 EQ = re.compile(r"^[ \t]*\{\{eq:([0-9]+)\}\}[ \t]*$", re.M)
@@ -139,3 +143,68 @@ def test_the_checker_catches_a_broken_page(how):
     broken = BROKEN[how](read(ja))
     assert broken != read(ja), f"the mutation '{how}' did not apply"
     assert problems(broken, read(en), ja.name), f"'{how}' passed the checker"
+
+
+def test_every_english_lesson_has_a_japanese_page():
+    # Issue 31: all twelve lessons read in Japanese; a lesson added in English alone fails here.
+    missing = sorted(p.name for p in LESSONS.glob("[0-9][0-9]-*.md") if not (JA / p.name).exists())
+    assert not missing, f"no Japanese version of {missing}"
+
+
+# The errata page: entries start at `<a id="eN"></a>`; within an entry these must be the same as in English.
+ENTRY = re.compile(r'^<a id="(e[0-9]+)"></a>[ \t]*$', re.M)
+CITED = re.compile(r"`((?:tests|lessons/checks)/[\w/]+\.py::\w+)`")
+IN_PAGE = re.compile(r"\]\((#[\w-]+)\)")
+LESSON_LINK = re.compile(r"\]\((\.\./lessons/[\w-]+\.md)\)")
+
+
+def entries(text: str) -> dict[str, str]:
+    """Anchor -> the text from it to the next anchor, in page order."""
+    marks = list(ENTRY.finditer(text))
+    return {m.group(1): text[m.start():marks[i + 1].start() if i + 1 < len(marks) else len(text)]
+            for i, m in enumerate(marks)}
+
+
+def errata_problems(ja_text: str, en_text: str) -> list[str]:
+    out = problems(ja_text, en_text, "errata.ja.md", front_matter=False)
+    en, ja = entries(en_text), entries(ja_text)
+    if list(ja) != list(en):
+        out.append(f"errata.ja.md: entries {list(ja)}, English has {list(en)} (same anchors, same order)")
+    for anchor, en_entry in en.items():
+        ja_entry = ja.get(anchor, "")
+        number = anchor[1:]
+        if not re.search(rf"^## E{number}\. \S", ja_entry, re.M):
+            out.append(f"errata.ja.md: entry {anchor} has no heading '## E{number}. ...'")
+        for what, pattern in (("tests", CITED), ("in-page links", IN_PAGE), ("lesson links", LESSON_LINK)):
+            if pattern.findall(ja_entry) != pattern.findall(en_entry):
+                out.append(f"errata.ja.md, {anchor}: {what} {pattern.findall(ja_entry)}, "
+                           f"English has {pattern.findall(en_entry)}")
+    return out
+
+
+def test_the_japanese_errata_match_the_english_page():
+    assert ERRATA_JA.exists(), "no docs/errata.ja.md"
+    assert errata_problems(read(ERRATA_JA), read(ERRATA)) == []
+
+
+ERRATA_BROKEN = {
+    "an entry removed": lambda t: re.sub(r'<a id="e7"></a>.*?(?=<a id="e8"></a>)', "", t, flags=re.S),
+    "two anchors swapped": lambda t: t.replace('id="e3"', 'id="X"').replace('id="e4"', 'id="e3"').replace(
+        'id="X"', 'id="e4"'),
+    "a heading lost": lambda t: t.replace("## E12. ", "## ", 1),
+    "a cited test renamed": lambda t: t.replace("::test_naive_flow_keeps_volume_but_not_energy",
+                                                "::test_naive_flow_keeps_volume", 1),
+    "a cited test dropped": lambda t: t.replace("`tests/test_hmc.py::test_hmc_and_qnhmc_hit_the_gaussian_100d_moments`",
+                                                "the 100-d test", 1),
+    "an in-page link lost": lambda t: t.replace("[E2](#e2)", "E2", 1),
+    "a lesson link changed": lambda t: t.replace("(../lessons/11-scir.md)", "(../lessons/06-sgrld.md)", 1),
+    "an equation copied": lambda t: t.replace("{{eq:4}}", "$$\nx = 1\n$$", 1),
+    "an equation left out": lambda t: t.replace("{{eq:6}}\n", "", 1),
+}
+
+
+@pytest.mark.parametrize("how", sorted(ERRATA_BROKEN))
+def test_the_errata_checker_catches_a_broken_page(how):
+    broken = ERRATA_BROKEN[how](read(ERRATA_JA))
+    assert broken != read(ERRATA_JA), f"the mutation '{how}' did not apply"
+    assert errata_problems(broken, read(ERRATA)), f"'{how}' passed the checker"
