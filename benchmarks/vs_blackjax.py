@@ -47,9 +47,9 @@ def timed(fn) -> float:
 
 
 # -- this project ------------------------------------------------------------------
-def project_runner(name: str, chains: int):
+def project_runner(name: str, chains: int, dtype: str = "float64"):
     s = build_sampler(name, get_potential("gaussian"), V=1.0)
-    ens = Ensemble(s, chains, seed=1)
+    ens = Ensemble(s, chains, seed=1, dtype=dtype)
     steps = steps_for(chains)
     ens.advance(2)   # warm up (threads, caches)
     return lambda: ens.advance(steps)
