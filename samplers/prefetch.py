@@ -13,7 +13,6 @@ own, handed out in order; drawn ahead, the chunks are the same ones, made on the
 """
 from __future__ import annotations
 
-import functools
 import math
 import queue
 import threading

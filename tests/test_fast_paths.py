@@ -3,8 +3,8 @@ the registry's samplers are provably instances of their (H, D, Q)."""
 import numpy as np
 import pytest
 
-from samplers.registry import REGISTRY, sampler_names
 from samplers.prefetch import Float32Normals
+from samplers.registry import REGISTRY, sampler_names
 from samplers.run import BLOCK_MAX, PARALLEL_FROM, Ensemble, block_plan, block_streams
 from samplers.sampler import SamplerError
 
