@@ -44,10 +44,11 @@ def steps_for(chains: int) -> int:
     return max(6, 3_000_000 // chains)
 
 
-def timed(fn) -> float:
-    t0 = time.perf_counter()
+def timed(fn) -> tuple[float, float]:
+    """Wall time and process CPU time (every thread) of one call."""
+    t0, c0 = time.perf_counter(), time.process_time()
     fn()
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 # -- this project ------------------------------------------------------------------
@@ -156,28 +157,33 @@ def main():
           f"devices; BlackJAX {blackjax.__version__}, jax {jax.__version__}, numpy {np.__version__}; "
           f"load average {os.getloadavg()[0]:.1f} at the start")
     print("BJ: BlackJAX's best of one device and sharded over all (which one: 1 or s); ratio: project / BJ, "
-          "same precision")
+          "same precision; ns: each one's least process CPU (all threads) per chain-step over the rounds, "
+          "which another process's load moves less")
     print(f"{'sampler':8s}{'chains':>9s}{'blocks':>7s}{'proj f64':>11s}{'BJ f64':>13s}{'ratio':>7s}"
-          f"{'proj f32':>11s}{'BJ f32':>13s}{'ratio':>7s}{'of floor':>9s}")
+          f"{'proj f32':>11s}{'BJ f32':>13s}{'ratio':>7s}{'of floor':>9s}"
+          f"{'ns p64':>8s}{'BJ64':>8s}{'p32':>8s}{'BJ32':>8s}")
     for name in args.samplers.split(","):
         for chains in map(int, args.sizes.split(",")):
             runs = {"p64": project_runner(name, chains), "p32": project_runner(name, chains, "float32"),
                     "bj64": blackjax_runner(name, chains, True), "bj64s": blackjax_runner(name, chains, True, True),
                     "bj32": blackjax_runner(name, chains, False),
                     "bj32s": blackjax_runner(name, chains, False, True), "floor": floor_runner(chains)}
-            best = dict.fromkeys(runs, np.inf)
+            best, cpu = dict.fromkeys(runs, np.inf), dict.fromkeys(runs, np.inf)
             for _ in range(args.rounds):
                 for key, fn in runs.items():
-                    best[key] = min(best[key], timed(fn))
+                    wall, used = timed(fn)
+                    best[key], cpu[key] = min(best[key], wall), min(cpu[key], used)
             rate = {k: chains * steps_for(chains) / v for k, v in best.items()}
+            ns = {k: 1e9 * v / (chains * steps_for(chains)) for k, v in cpu.items()}
             bj = {}
             for p in ("64", "32"):
                 one, sharded = rate["bj" + p], rate["bj" + p + "s"]
-                bj[p] = (max(one, sharded), "s" if sharded > one else "1")
+                bj[p] = (max(one, sharded), "s" if sharded > one else "1", min(ns["bj" + p], ns["bj" + p + "s"]))
             print(f"{name:8s}{chains:9d}{len(block_plan(chains)):7d}"
                   f"{rate['p64']:11.3e}{bj['64'][0]:11.3e} {bj['64'][1]}{rate['p64'] / bj['64'][0]:7.2f}"
                   f"{rate['p32']:11.3e}{bj['32'][0]:11.3e} {bj['32'][1]}{rate['p32'] / bj['32'][0]:7.2f}"
-                  f"{rate['p64'] / rate['floor']:9.2f}", flush=True)
+                  f"{rate['p64'] / rate['floor']:9.2f}"
+                  f"{ns['p64']:8.1f}{bj['64'][2]:8.1f}{ns['p32']:8.1f}{bj['32'][2]:8.1f}", flush=True)
 
 
 if __name__ == "__main__":
