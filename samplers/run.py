@@ -21,7 +21,7 @@ from samplers.accuracy import escaped_chains
 from samplers.diagnostics import DivergenceGuard
 from samplers.engine.info import StepInfo
 from samplers.errors import InputError
-from samplers.prefetch import CHUNK, NormalsAhead
+from samplers.prefetch import CHUNK, Float32Normals, NormalsAhead
 from samplers.sampler import Sampler
 from samplers.stepsize import check_bhat_auto
 
@@ -69,6 +69,7 @@ PARALLEL_FROM = 8_192    # chains from which blocks on threads beat one stream (
 BLOCK_MAX = 16_384       # chains per block at most: a block's temporaries stay in the core's cache
 AHEAD_FROM = 8 * CHUNK   # state entries x steps from which one stream's normals are drawn ahead (a chunk or
                          # two are drawn in vain at the end)
+DTYPES = ("float64", "float32")   # the state's precision; the engine computes in float64 either way
 _POOLS: dict = {}   # by process id: a forked child (the lab's trials, the ladder) has none of its parent's threads
 
 
@@ -93,6 +94,16 @@ def block_streams(rng: np.random.Generator, k: int) -> list[np.random.Generator]
     return [np.random.Generator(np.random.SFC64(seq)) for seq in rng.bit_generator.seed_seq.spawn(k)]
 
 
+def check_dtype(dtype) -> np.dtype:
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        dt = None
+    if dt is None or dt.name not in DTYPES:
+        raise InputError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
+    return dt
+
+
 def pool() -> ThreadPoolExecutor:
     pid = os.getpid()
     if pid not in _POOLS:
@@ -105,13 +116,19 @@ class Ensemble:
 
     blocks: how many chain blocks (each with its own generator) a step runs in; None: `block_plan`, for a
     sampler that steps chains independently (`Sampler.blockwise`), else one. Equal seeds and block counts
-    give equal runs, on any number of threads."""
+    give equal runs, on any number of threads.
+
+    dtype: "float64", or "float32": the state is kept in float32 and steps draw float32 normals made from the
+    generator's raw words (samplers.prefetch.Float32Normals: another stream); the start is the float64 one,
+    rounded. A fast path computes in float32, the
+    engine in float64 from the float32 state and normals, its result rounded to float32 every step."""
 
     def __init__(self, sampler: Sampler, chains: int, seed: int = 0, theta0=None, bound: float = 1e6,
-                 engine: bool = False, blocks: int | None = None):
+                 engine: bool = False, blocks: int | None = None, dtype="float64"):
         self.sampler, self.seed, self.engine = sampler, int(seed), engine
+        self.dtype = check_dtype(dtype)
         self.rng = np.random.default_rng(self.seed)
-        self.z = sampler.init_state(chains, self.rng, theta0)
+        self.z = sampler.init_state(chains, self.rng, theta0).astype(self.dtype, copy=False)
         if sampler.blockwise:   # column-major: a step's ufuncs run over contiguous columns (theta, r, xi)
             self.z = np.asfortranarray(self.z)
         n = self.z.shape[0]
@@ -124,7 +141,8 @@ class Ensemble:
             self.blocks = even_blocks(n, min(int(blocks), n))
         # one block steps on the ensemble's own stream; several on streams spawned from its seed
         self.rngs = [self.rng] if len(self.blocks) == 1 else block_streams(self.rng, len(self.blocks))
-        self._draws = self.rng   # what steps draw from: the generator, or its normals drawn ahead
+        self._streams = self.rngs if self.dtype == np.float64 else [Float32Normals(r) for r in self.rngs]
+        self._draws = self._own = self._streams[0]   # what steps draw from: that, or its normals drawn ahead
         self.guard = DivergenceGuard(n, bound)
         self.stats = RunStats()
         self.t = 0
@@ -155,7 +173,7 @@ class Ensemble:
                 self.t += 1
                 new, info = step(self.z, rng, self.t)
                 self.stats.record(info)
-                self.z = self.guard.apply(self.z, new)
+                self.z = self.guard.apply(self.z, new.astype(self.dtype, copy=False))
         return self.z
 
     @contextmanager
@@ -163,16 +181,16 @@ class Ensemble:
         """While open, one stream's normal variates for the next `steps` steps are drawn on another core
         ahead of the steps that use them (samplers.prefetch), when there is a core to spare and enough to
         draw; the run is the same bits either way. `run` holds it open across its `advance` calls."""
-        if (self._draws is not self.rng or len(self.blocks) > 1 or WORKERS < 2 or not self.sampler.blockwise
+        if (self._draws is not self._own or len(self.blocks) > 1 or WORKERS < 2 or not self.sampler.blockwise
                 or steps * self.z.size < AHEAD_FROM):
             yield
             return
-        self._draws = NormalsAhead(self.rng)
+        self._draws = NormalsAhead(self._own)
         try:
             yield
         finally:
             self._draws.close()
-            self._draws = self.rng
+            self._draws = self._own
 
     def _advance_blocks(self, step, steps: int) -> np.ndarray:
         """Every step of a block in one go, blocks taken in turn by the workers: chains do not interact, so a
@@ -186,11 +204,11 @@ class Ensemble:
         def work(_=None):
             with np.errstate(all="ignore"):
                 for i in todo:
-                    rows, rng, got = self.blocks[i], self.rngs[i], []
+                    rows, rng, got = self.blocks[i], self._streams[i], []
                     zb = self.z[rows]
                     for k in range(steps):
                         nb, info = step(zb, rng, t0 + k + 1)
-                        zb = guard.apply_rows(rows, zb, nb, g0 + k)
+                        zb = guard.apply_rows(rows, zb, nb.astype(self.dtype, copy=False), g0 + k)
                         got.append(info)
                     new[rows], infos[i] = zb, got
 
@@ -228,15 +246,16 @@ class RunResult:
 
 def run(sampler: Sampler, steps: int, chains: int = 1000, burn: int = 0, thin: int = 1, seed: int = 0,
         theta0=None, keep_aux: bool = False, engine: bool = False, progress=None,
-        blocks: int | None = None) -> RunResult:
-    """Advance `chains` chains for burn + steps steps, keeping every `thin`-th state after burn-in."""
+        blocks: int | None = None, dtype="float64") -> RunResult:
+    """Advance `chains` chains for burn + steps steps, keeping every `thin`-th state after burn-in (kept in
+    `dtype`, the ensemble's: see `Ensemble`)."""
     if steps < 1 or burn < 0 or thin < 1:
         raise InputError(f"need steps >= 1, burn >= 0, thin >= 1 (got steps {steps}, burn {burn}, thin {thin})")
-    ens = Ensemble(sampler, chains, seed, theta0, engine=engine, blocks=blocks)
+    ens = Ensemble(sampler, chains, seed, theta0, engine=engine, blocks=blocks, dtype=dtype)
     check_bhat_auto(sampler, ens.z, seed)     # a step size that Bhat=auto cannot take: now, not midway
     kept = steps // thin
-    theta = np.empty((kept, ens.z.shape[0], sampler.dim))
-    aux = np.empty((kept, ens.z.shape[0], ens.z.shape[1] - sampler.dim)) if keep_aux else None
+    theta = np.empty((kept, ens.z.shape[0], sampler.dim), ens.dtype)
+    aux = np.empty((kept, ens.z.shape[0], ens.z.shape[1] - sampler.dim), ens.dtype) if keep_aux else None
     with ens.drawing_ahead(burn + kept * thin):
         ens.advance(burn)
         for k in range(kept):
@@ -252,6 +271,8 @@ def run(sampler: Sampler, steps: int, chains: int = 1000, burn: int = 0, thin: i
     meta = dict(sampler=sampler.name, potential=sampler.potential.name, params=sampler.params,
                 gradient=sampler.oracle.describe(), seed=int(seed), chains=int(chains), steps=int(steps),
                 burn=int(burn), thin=int(thin), diverged=ens.n_diverged)
+    if ens.dtype != np.float64:   # written only when not float64: the goldens' bytes
+        meta["dtype"] = str(ens.dtype)
     if n_escaped:   # written only when there are any: a file without the key has none (the goldens' bytes)
         meta["escaped"] = n_escaped
     return RunResult(theta, ens.z, ens.n_diverged, alive, meta, aux, ens.stats, n_escaped, escaped)

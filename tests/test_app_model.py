@@ -678,6 +678,9 @@ def test_the_run_fields_refuse_a_value_out_of_bounds_and_show_the_one_in_use():
     fields.widgets["eps"].value = "-1"
     assert "eps must be &gt; 0 and &lt;= 100, got -1 (not applied)" in fields.error.object
     assert fields.widgets["eps"].value == "0.05" and "eps" not in lab.config.params
+    assert controls.dtype.name == "Precision" and controls.dtype.value == "float64"
+    controls.dtype.value = "float32"   # the Precision field rebuilds the run in float32
+    assert lab.config.dtype == "float32" and lab.runs[0].ens.z.dtype == np.float32
 
 
 def test_every_preset_pair_builds_and_steps_unblocked():
@@ -747,3 +750,39 @@ def test_chains_can_start_at_exact_draws_of_the_target():
     assert "start=exact" in query_string(exact.config, {})
     pair = {p.key: p for p in compare_pairs()}["sgrhmc-simplex-naive:sgrhmc-simplex"]
     assert "start=exact" in pair.query()
+
+
+# -- float32 frames (issue 32) -------------------------------------------------------------
+def lab_scores(seeds, **cfg) -> np.ndarray:
+    """(KL, TV) of the lab's histogram after 300 kept steps of 2000 chains, one row per seed."""
+    rows = []
+    for seed in seeds:
+        lab = lab_for(**{"potential": "double-well", "sampler": "sghmc", "chains": 2000, "seed": seed, "burn": 100,
+                         **cfg})
+        lab.play()
+        assert lab.frame(400)
+        m = lab.runs[0].metrics()
+        rows.append((m["kl"], m["tv"]))
+    return np.array(rows)
+
+
+def differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per column: whether the means differ by more than 4 standard errors of their difference (seed spread)."""
+    se = np.sqrt(a.var(0, ddof=1) / len(a) + b.var(0, ddof=1) / len(b))
+    return np.abs(a.mean(0) - b.mean(0)) > 4 * se
+
+
+def test_a_float32_lab_links_and_scores_as_the_float64_one():
+    """The Precision setting: its link key round-trips (float64, the default, is not written); a float32 lab keeps
+    its chains in float32, and its KL and TV are the float64 lab's within their noise (the spread over six seeds),
+    while the same comparison flags naive SGHMC."""
+    assert from_query({"dtype": "float32"}) == ({"dtype": "float32"}, [])
+    assert to_query(LabConfig(dtype="float32"))["dtype"] == "float32" and "dtype" not in to_query(LabConfig())
+    assert from_query({"dtype": "float16"})[1]
+    lab = lab_for(chains=300, dtype="float32")
+    lab.play()
+    assert lab.frame() and lab.runs[0].ens.z.dtype == np.float32
+    seeds = range(1, 7)
+    f64, f32 = lab_scores(seeds), lab_scores(seeds, dtype="float32")
+    assert not differ(f64, f32).any(), (f64.mean(0), f32.mean(0))
+    assert differ(f64, lab_scores(seeds, sampler="sghmc-naive")).all()

@@ -320,3 +320,21 @@ def test_a_bad_box_is_one_line_and_exit_2(box, message, tmp_path):
 def test_box_is_in_the_help():
     assert "--box=-10,10,-8,8" in cli("sample", "--help").stdout.replace("\n", " ").replace("  ", "")
     assert "--box" in cli("diagnose", "--help").stdout
+
+
+def test_sample_in_float32(tmp_path, capsys):
+    """--dtype float32 (issue 32): a float32 file that says so, reproducible, diagnosable; float64 writes no key."""
+    args = ["sample", "--sampler", "sgld", "--potential", "gaussian", "--grad-noise", "1", "--steps", "200",
+            "--chains", "500", "--seed", "3"]
+    a, b, c = tmp_path / "a.npz", tmp_path / "b.npz", tmp_path / "c.npz"
+    assert main(args + ["--dtype", "float32", "--out", str(a)]) == 0
+    assert main(args + ["--dtype", "float32", "--out", str(b)]) == 0
+    assert main(args + ["--out", str(c)]) == 0
+    assert a.read_bytes() == b.read_bytes()
+    with np.load(a) as f, np.load(c) as g:
+        assert f["theta"].dtype == np.float32 and g["theta"].dtype == np.float64
+        assert json.loads(str(f["meta"]))["dtype"] == "float32" and "dtype" not in json.loads(str(g["meta"]))
+    capsys.readouterr()
+    assert main(["diagnose", str(a)]) == 0
+    assert "KL" in capsys.readouterr().out
+    assert main(args + ["--dtype", "float16", "--out", str(a)]) == 2

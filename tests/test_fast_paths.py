@@ -3,6 +3,7 @@ the registry's samplers are provably instances of their (H, D, Q)."""
 import numpy as np
 import pytest
 
+from samplers.prefetch import Float32Normals
 from samplers.registry import REGISTRY, sampler_names
 from samplers.run import BLOCK_MAX, PARALLEL_FROM, Ensemble, block_plan, block_streams
 from samplers.sampler import SamplerError
@@ -215,3 +216,80 @@ def test_blocks_freeze_diverged_chains_like_one_stream(make_sampler):
         assert list(np.flatnonzero(ens.guard.first_step >= 0)) == [5, 250]
         assert ens.z[5, 0] == 1e3 and ens.z[250, 0] == -2e3 and np.isfinite(ens.z).all()
     assert np.array_equal(runs[0].guard.first_step, runs[1].guard.first_step)
+
+
+# -- float32 ensembles (issue 32) -------------------------------------------------------
+U32 = 2.0 ** -24   # float32's unit roundoff
+METROPOLIS = [n for n in FAST if REGISTRY[n].family in ("hmc", "qnhmc") or "metropolis" in REGISTRY[n].defaults]
+
+
+def run_both_float32(s, steps=40, chains=64, seed=3, normals=Float32Normals):
+    """The fast path on a float32 state and the engine (float64 arithmetic, its result rounded to float32 each
+    step) from one float32 start, on the same float32 normals; and the float64 engine from that start and from
+    it moved by one rounding in every entry, on those normals: how far the dynamics carry one rounding."""
+    z0 = s.init_state(chains, np.random.default_rng(seed)).astype(np.float32)
+    ra, rb, rc, rd = (Float32Normals(np.random.default_rng(seed + 1)) for _ in range(4))
+    if normals is not Float32Normals:
+        ra = normals(np.random.default_rng(seed + 1))
+    za, zb, zc = z0.copy(), z0.copy(), z0.astype(float)
+    zd = zc * (1 + U32 * np.where(np.arange(zc.size).reshape(zc.shape) % 2, 1.0, -1.0))
+    evals = 0
+    for t in range(1, steps + 1):
+        (za, info_a), (zb, info_b) = s.step(za, ra, t), s.engine_step(zb, rb, t)
+        za, zb, evals = za.astype(np.float32), zb.astype(np.float32), evals + info_a.grad_evals
+        if info_a.accepted is not None:
+            assert np.array_equal(info_a.accepted, info_b.accepted)
+        zc, zd = s.engine_step(zc, rc, t)[0], s.engine_step(zd, rd, t)[0]
+    assert ra.random() == rb.random() or normals is not Float32Normals
+    growth = np.abs(zc - zd).max() / (U32 * np.abs(z0).max())
+    return za, zb, evals, growth
+
+
+def float32_tolerance(zb, evals, growth):
+    """Each gradient step rounds its few operations in float32 (a few U32 relative to the state's size), and the
+    dynamics carry an early rounding at most `growth` times further: 4 U32 |z|max evals max(1, growth)."""
+    return 4 * U32 * max(1.0, float(np.abs(zb).max())) * evals * max(1.0, growth)
+
+
+@pytest.mark.parametrize("potential", ["gaussian", "double-well", "banana", "mixture"])
+@pytest.mark.parametrize("name", FAST)
+def test_float32_fast_path_equals_the_engine_in_float32(name, potential, make_sampler):
+    """The fast paths compute in float32 what the engine computes in float64 on the same float32 normals, to
+    rounding. HMC and QNHMC not on the double well: a leapfrog trajectory there carries a rounding 10^4-fold
+    (one rounding of the start flips a Metropolis decision: measured), so rounding cannot be told apart there."""
+    if name in METROPOLIS and potential == "double-well":
+        pytest.skip("not decidable to rounding: see the docstring")
+    za, zb, evals, growth = run_both_float32(make_sampler(name, potential, V=1.0))
+    assert za.dtype == zb.dtype == np.float32 and np.isfinite(za).all()
+    tol = float32_tolerance(zb, evals, growth)
+    assert np.abs(za - zb).max() <= tol, (np.abs(za - zb).max(), tol)
+    assert tol < 1e-3 * max(1.0, float(np.abs(zb).max()))   # still a test of the arithmetic, not of the law
+
+
+@pytest.mark.parametrize("name", ["sgld", "sghmc", "sgnht"])
+def test_the_float32_comparison_can_fail(name, make_sampler):
+    """Power: a fast path fed float64 normals rounded to float32 (another stream) misses the engine by far more
+    than the tolerance."""
+    def rounded(rng):
+        class Rounded:
+            def standard_normal(self, size=None):
+                return rng.standard_normal(size).astype(np.float32)
+
+            def __getattr__(self, attr):
+                return getattr(rng, attr)
+        return Rounded()
+    za, zb, evals, growth = run_both_float32(make_sampler(name, "gaussian", V=1.0), normals=rounded)
+    assert np.abs(za - zb).max() > 100 * float32_tolerance(zb, evals, growth)
+
+
+@pytest.mark.parametrize("blocks", [1, 3])
+@pytest.mark.parametrize("name", ["sgld", "sghmc", "sgnht"])
+def test_float32_ensemble_equals_the_engine_ensemble(name, blocks, make_sampler):
+    """What runs: an Ensemble in float32, on chain blocks or one stream, against the engine's Ensemble in float32
+    (same blocks, streams and rounding of the state), to the tolerance above; and a float64 start rounded."""
+    s = make_sampler(name, "banana", V=1.0)
+    a, b = (Ensemble(s, 500, seed=2, blocks=blocks, dtype="float32", engine=e) for e in (False, True))
+    assert np.array_equal(a.z, Ensemble(s, 500, seed=2, blocks=blocks).z.astype(np.float32))
+    za, zb = a.advance(30), b.advance(30)
+    assert za.dtype == zb.dtype == np.float32
+    assert np.abs(za - zb).max() <= 4 * U32 * max(1.0, float(np.abs(zb).max())) * 30 * 5   # growth <= 5: above

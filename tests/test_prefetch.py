@@ -2,10 +2,11 @@
 generator ends where the handed-out normals end: a run is the same bits with or without drawing ahead."""
 import numpy as np
 import pytest
+from scipy import stats
 
 import samplers.prefetch as prefetch
 import samplers.run as run_module
-from samplers.prefetch import NormalsAhead
+from samplers.prefetch import Float32Normals, NormalsAhead, normals_from_words
 from samplers.run import Ensemble, run
 
 
@@ -79,17 +80,18 @@ def drawn_ahead(monkeypatch):
     return chunks
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("name, params", [("sgld", {}), ("sghmc", {}), ("sgnht", {}),
                                           ("sghmc-naive", {"resample_every": 4})])   # draws vary by step
-def test_an_ensemble_drawing_ahead_is_the_same_run(name, params, drawn_ahead, make_sampler):
+def test_an_ensemble_drawing_ahead_is_the_same_run(name, params, dtype, drawn_ahead, make_sampler):
     s = make_sampler(name, "banana", V=1.0, **params)
-    ahead = Ensemble(s, 50, seed=3)
+    ahead = Ensemble(s, 50, seed=3, dtype=dtype)
     ahead.advance(9)
     ahead.advance(14)
     used = len(drawn_ahead)
     assert used > 3   # the steps did take their normals from chunks drawn ahead
     run_module.AHEAD_FROM = 10 ** 18
-    plain = Ensemble(s, 50, seed=3)
+    plain = Ensemble(s, 50, seed=3, dtype=dtype)
     plain.advance(23)
     assert len(drawn_ahead) == used
     assert np.array_equal(ahead.z, plain.z) and ahead.rng.random() == plain.rng.random()
@@ -115,3 +117,37 @@ def test_small_runs_and_blocks_do_not_draw_ahead(monkeypatch, make_sampler):
     assert not made
     Ensemble(s, 1000, seed=0).advance(600)
     assert len(made) == 1
+
+
+# -- float32 normals (issue 32) ----------------------------------------------------------
+def test_float32_normals_are_standard_normal():
+    """The law, against scipy.stats.norm: KS on 10^6 draws, the tails' masses beyond 2, 3 and 4 within 4
+    binomial standard errors, and pairs from one word uncorrelated; the same KS test rejects a 2 % wider law."""
+    z = Float32Normals(np.random.default_rng(1)).standard_normal(10 ** 6)
+    assert z.dtype == np.float32
+    assert stats.kstest(z, "norm").pvalue > 1e-3
+    assert stats.kstest(1.02 * z.astype(float), "norm").pvalue < 1e-3
+    for c in (2.0, 3.0, 4.0):
+        p = 2 * stats.norm.sf(c)
+        assert abs(np.mean(np.abs(z) > c) - p) < 4 * np.sqrt(p * (1 - p) / z.size), c
+    words = np.random.default_rng(2).bit_generator.random_raw(10 ** 5)
+    pair = normals_from_words(words, np.empty(2 * words.size, np.float32))
+    assert abs(np.corrcoef(pair[:words.size], pair[words.size:])[0, 1]) < 4 / np.sqrt(words.size)
+    # the cut: the largest |z| one word can give, from u = 2^-33
+    assert np.sqrt(-2 * np.log(2.0 ** -33)) == pytest.approx(6.77, abs=0.01) and stats.norm.sf(6.77) * 2 < 2e-11
+
+
+def test_float32_normals_drawn_ahead_are_the_same_stream():
+    """Small and large requests, other draws in between: the same numbers with or without drawing ahead, and the
+    generator in the same place after."""
+    plain, words = (Float32Normals(np.random.default_rng(5), chunk=10) for _ in range(2))
+    got_plain = [plain.standard_normal(3), plain.standard_normal((2, 7)), plain.random(2), plain.standard_normal(4)]
+    first = words.standard_normal(3)
+    ahead = NormalsAhead(words)
+    got = [first, ahead.standard_normal((2, 7)), ahead.random(2), words.standard_normal(4)]
+    assert ahead._done and all(np.array_equal(a, b) for a, b in zip(got, got_plain))
+    assert got[1].dtype == np.float32 and words.random() == plain.random()
+    ahead = NormalsAhead(words)
+    assert np.array_equal(ahead.standard_normal(25), plain.standard_normal(25))
+    ahead.close()
+    assert np.array_equal(words.standard_normal(3), plain.standard_normal(3)) and words.random() == plain.random()

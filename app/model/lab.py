@@ -253,7 +253,8 @@ def build(cfg: LabConfig, fallback: bool, have_runs: bool) -> Built:
         if side.key is not None:
             side.residual = residual(side.recipe, pot, side.key)
     try:
-        runs = [LiveRun(side.sampler, cfg.chains, cfg.seed, cfg.burn, label=side.label, start=cfg.start)
+        runs = [LiveRun(side.sampler, cfg.chains, cfg.seed, cfg.burn, label=side.label, start=cfg.start,
+                        dtype=cfg.dtype)
                 for side in built]
         if cfg.log_view:
             for run in runs:

@@ -63,13 +63,13 @@ class LiveRun:
 
     def __init__(self, sampler: Sampler, chains: int, seed: int, burn: int = 100, thin: int = 1,
                  n_paths: int = 3, max_points: int = 2000, ess_chains: int = 128, ess_len: int = 256,
-                 label: str = "A", start: str = "near"):
+                 label: str = "A", start: str = "near", dtype: str = "float64"):
         self.sampler, self.label = sampler, label
         self.pot = pot = sampler.target   # exp(-beta U) at this side's inverse temperature
         self.dim = pot.dim
         self.plot_dims = min(self.dim, 2)
         self.burn, self.thin = int(burn), max(1, int(thin))
-        self.ens = Ensemble(sampler, chains, seed)
+        self.ens = Ensemble(sampler, chains, seed, dtype=dtype)
         if start == "exact":
             # a stream of its own: the same seed gives the same steps whichever start is chosen
             draws = pot.exact_states(self.ens.z.shape[0], np.random.default_rng([int(seed), 1]))

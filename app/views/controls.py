@@ -403,6 +403,8 @@ class RunControls(Viewer):
                                                   options={"near the start point": "near",
                                                            "at exact draws of the target": "exact"},
                                                   sizing_mode="stretch_width", css_classes=["start-select"])
+        self.dtype = pn.widgets.Select.from_param(self.cfg.param.dtype, sizing_mode="stretch_width",
+                                                  css_classes=["dtype-select"])
         self.noise = pn.widgets.RadioButtonGroup(options=["simulated noise V", "real minibatches"],
                                                  value="real minibatches" if self.cfg.batch else "simulated noise V",
                                                  sizing_mode="stretch_width",
@@ -446,7 +448,8 @@ class RunControls(Viewer):
     def __panel__(self):
         return pn.Column(pn.Row(self.play, self.step, self.reset), self.speed, self.limit,
                          pn.Row(self.chains, self.seed, sizing_mode="stretch_width"),
-                         pn.Row(self.V, self.burn, sizing_mode="stretch_width"), self.start, self.noise, self.batch,
+                         pn.Row(self.V, self.burn, sizing_mode="stretch_width"), self.start, self.dtype, self.noise,
+                         self.batch,
                          self.settings.message, sizing_mode="stretch_width")
 
 
