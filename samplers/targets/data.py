@@ -51,6 +51,16 @@ def make_logistic_data(n: int = 500, seed: int = 7, w_true=(1.0, -1.0), prior_va
     return LogisticData(x, y, prior_var)
 
 
+def make_regression_data(n: int, features: int, seed: int, prior_var: float = 10.0) -> LogisticData:
+    """n points of `features` standard normal features, labels drawn from the model at weights that are
+    themselves standard normal draws: all from one seed."""
+    rng = np.random.default_rng(seed)
+    w_true = rng.standard_normal(features)
+    x = rng.standard_normal((n, features))
+    y = np.where(rng.random(n) < expit(x @ w_true), 1.0, -1.0)
+    return LogisticData(x, y, prior_var)
+
+
 def logistic_potential(data: LogisticData, name: str, description: str, formula: str) -> Potential:
     """The posterior of `data` as a Potential, started at its mode, with a box of +-6 posterior sd about the
     mode on the first two weights (the plotted ones)."""
@@ -80,4 +90,16 @@ def logistic(n: int = 500, seed: int = 7) -> Potential:
         make_logistic_data(n, seed), "logistic",
         f"Bayesian logistic regression, 2 weights, N = {n} synthetic points, prior N(0, 10 I); "
         "supports real minibatch gradients",
+        r"U(w) = -\sum_{i=1}^N \log\sigma(y_i x_i^\top w) + \frac{|w|^2}{20}")
+
+
+REGRESSION_SEED = 2019
+
+
+def logistic_5d(n: int = 10_000, features: int = 5, seed: int = REGRESSION_SEED) -> Potential:
+    """The control-variate benchmark's posterior (benchmarks/sgld_cv.py): five weights, 10^4 points."""
+    return logistic_potential(
+        make_regression_data(n, features, seed), "logistic-5d",
+        f"Bayesian logistic regression, {features} weights, N = {n} synthetic points (seed {seed}), prior N(0, 10 I); "
+        "supports real minibatch gradients; scored against a cached HMC reference",
         r"U(w) = -\sum_{i=1}^N \log\sigma(y_i x_i^\top w) + \frac{|w|^2}{20}")
