@@ -43,6 +43,8 @@ def sampler_names() -> list[str]:
 
 
 def get_spec(name: str) -> SamplerSpec:
+    """The named sampler's declaration; a variant's is its registered sampler's (the same dynamics)."""
+    name = VARIANTS[name][0] if name in VARIANTS else name
     if name not in REGISTRY:
         raise SamplerError(f"unknown sampler '{name}' (choose from {', '.join(REGISTRY)})")
     return REGISTRY[name]

@@ -127,3 +127,28 @@ def test_estimators_by_name_and_variants(pot):
         make_oracle(pot, estimator="cv")
     with pytest.raises(GradientError, match="sampling"):
         make_oracle(pot, batch=10, sampling="sometimes")
+
+
+def test_sgld_cv_beats_sgld_at_equal_gradient_evaluations(monkeypatch, tmp_path):
+    """benchmarks/sgld_cv.py at CI size (N = 1000, n = 10, 5 10^4 per-example gradients per chain, SGLD-CV paying
+    for its mode and table out of them), both at one step size (a tenth of the posterior's smallest variance):
+    SGLD-CV's mean KS against an HMC reference is below SGLD's by more than twice the combined error bars (from
+    both sides' ESS). Measured: SGLD ~0.2, SGLD-CV ~0.02. The criterion can fail: SGLD against itself at another
+    seed does not pass it. (At SGLD's best step size the two are not told apart at this N within this budget;
+    the benchmark at N = 10^4 compares best against best.)"""
+    from benchmarks.sgld_cv import ks_at_budget
+    from samplers.refsample import reference_sample
+    monkeypatch.setenv("SGMCMC_CACHE", str(tmp_path))
+    pot = logistic_5d(n=1000)
+    ref = reference_sample(pot, store=False)
+    kw = dict(batch=10, budget=50_000, chains=50, eps=0.1 * float(ref.draws.var(0).min()))
+    sgld = ks_at_budget(pot, ref, "minibatch", seed=1, **kw)
+    cv = ks_at_budget(pot, ref, "cv", seed=1, **kw)
+
+    def beats(a, b):
+        return b["ks"] - a["ks"] > 2 * np.hypot(a["err"], b["err"])
+
+    assert cv["spent"] <= sgld["spent"] <= kw["budget"]
+    assert beats(cv, sgld), (cv, sgld)
+    again = ks_at_budget(pot, ref, "minibatch", seed=2, **kw)
+    assert not beats(again, sgld) and not beats(sgld, again), (again, sgld)
