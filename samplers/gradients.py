@@ -229,17 +229,18 @@ class ControlVariate(_Differenced):
     so a call costs n per-example gradients, as a plain minibatch's. SGLD and SGHMC with it are SGLD-CV and
     SGHMC-CV. The setup (the optimiser's full-data passes and the table) is counted in `evaluations`.
 
-    mode: the anchor to use instead of searching for one (any point keeps the estimate unbiased)."""
+    mode: the anchor to use instead of searching for one (any point keeps the estimate unbiased); start: where
+    the search starts (default the potential's start, which for the data posteriors is already their mode)."""
     name = "cv"
     MAX_TABLE = 50_000_000     # entries of the (N, d) table of the mode's per-example gradients
 
     def __init__(self, potential: Potential, batch: int, per: str = "call", sampling: str = "replace",
-                 mode=None):
+                 mode=None, start=None):
         super().__init__(potential, batch, per, sampling)
         self._check()
         data = self.data
         if mode is None:
-            mode, passes = find_mode(potential)
+            mode, passes = find_mode(potential, start)
         else:
             mode, passes = np.asarray(mode, float).reshape(potential.dim), 0
         self.mode, self.optimiser_passes = mode, passes
@@ -302,9 +303,11 @@ class SVRG(_Differenced):
         return f"SVRG, anchors renewed every {self.epoch} calls, {self._sampling_text()}"
 
 
-def find_mode(potential: Potential) -> tuple[np.ndarray, int]:
-    """The mode of exp(-U) by L-BFGS-B from the potential's start, and the full-data passes it took."""
-    x0 = np.zeros(potential.dim) if potential.start is None else np.asarray(potential.start, float)
+def find_mode(potential: Potential, start=None) -> tuple[np.ndarray, int]:
+    """The mode of exp(-U) by L-BFGS-B from `start` (default the potential's, else 0), and the full-data passes
+    it took."""
+    start = potential.start if start is None else start
+    x0 = np.zeros(potential.dim) if start is None else np.asarray(start, float).reshape(potential.dim)
 
     def fun(x):
         x = x[None]
