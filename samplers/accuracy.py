@@ -1,5 +1,7 @@
 """Scoring samples against the exact law of a potential: KL, TV, KS on its plotting box; the share of samples
-outside that box; and which chains escaped the target (`escaped_chains`)."""
+outside that box; and which chains escaped the target (`escaped_chains`). Beyond two parameters, against a
+reference sample (samplers/refsample.py): per-marginal KS and Wasserstein distances with error bars
+(`marginal_distances`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -192,3 +194,47 @@ def escaped_chains(potential: Potential, theta: np.ndarray, beta: float = 1.0, a
     if alive is not None:
         out &= np.asarray(alive, bool)
     return out
+
+
+KOLMOGOROV_MEAN = float(stats.kstwobign.mean())   # E sup|B(u)| of a Brownian bridge: sqrt(pi/2) log 2
+
+
+def effective_size(theta: np.ndarray) -> np.ndarray:
+    """(dim,) ESS of a (kept, chains, dim) sample; with fewer than 4 kept states the chains count as independent
+    draws."""
+    theta = np.asarray(theta, float)
+    if theta.shape[0] >= 4:
+        return dg.ess_per_dim(theta)
+    return np.full(theta.shape[2], float(theta.shape[0] * theta.shape[1]))
+
+
+def marginal_distances(theta: np.ndarray, ess, reference: np.ndarray, reference_ess) -> dict:
+    """Per-marginal two-sample KS and Wasserstein-1 distances of samples from a reference sample, with error bars.
+
+    theta (..., dim) and reference (..., dim) are flattened to draws; ess and reference_ess (dim,) are their
+    effective sizes, which set the Monte Carlo scale s = sqrt(1/ess + 1/reference_ess) of each marginal. For each
+    distance the result holds, per marginal:
+    - the value;
+    - `_noise`: what an exact sampler of that ESS would show, from the asymptotic laws of the statistics: KS's
+      sqrt(n) D -> sup|B(F)| with mean sqrt(pi/2) log 2 (Kolmogorov), W1's sqrt(n) W1 -> int |B(F(x))| dx with
+      mean sqrt(2/pi) int sqrt(F(1 - F)) dx (del Barrio, Giné & Matrán 1999, Ann. Probab. 27, Thm 2.1), n the
+      combined effective size 1/s^2;
+    - `_err`: a bound on the standard deviation of the value, biased sampler or not (to first order): for KS the
+      sd of F_n - G_m at one point, at most s/2; for W1 the integral of those sds, s int sqrt(F(1 - F)) dx.
+    F is the reference's marginal law.
+    """
+    theta = np.asarray(theta, float).reshape(-1, np.shape(theta)[-1])
+    reference = np.asarray(reference, float).reshape(-1, theta.shape[1])
+    s = np.sqrt(1.0 / np.asarray(ess, float) + 1.0 / np.asarray(reference_ess, float))
+    u = np.linspace(0.0, 1.0, 401)
+    ks, w1, spread = [], [], []
+    for i in range(theta.shape[1]):       # a handful of marginals; each is vectorised over the draws
+        ks.append(stats.ks_2samp(theta[:, i], reference[:, i], method="asymp").statistic)
+        w1.append(stats.wasserstein_distance(theta[:, i], reference[:, i]))
+        q = np.quantile(reference[:, i], u)
+        mid = 0.5 * (u[1:] + u[:-1])
+        spread.append(float((np.sqrt(mid * (1 - mid)) * np.diff(q)).sum()))   # int sqrt(F(1 - F)) dx
+    spread = np.array(spread)
+    return dict(ks=np.array(ks), ks_noise=KOLMOGOROV_MEAN * s, ks_err=0.5 * s,
+                w1=np.array(w1), w1_noise=np.sqrt(2 / np.pi) * s * spread, w1_err=s * spread,
+                ess=np.asarray(ess, float), reference_ess=np.asarray(reference_ess, float))

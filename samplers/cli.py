@@ -19,11 +19,11 @@ import zlib
 import numpy as np
 
 from samplers import diagnostics as dg
-from samplers.accuracy import escaped_chains, score
+from samplers.accuracy import effective_size, escaped_chains, marginal_distances, score
 from samplers.design import check, design_sampler, example_names, load_design
 from samplers.engine.symbols import RecipeError
-from samplers.gradients import GradientError
-from samplers.registry import REGISTRY, build_sampler, declarations, parameters_markdown, sampler_names
+from samplers.gradients import SAMPLING, GradientError, estimator_names, make_oracle
+from samplers.registry import REGISTRY, VARIANTS, build_sampler, declarations, parameters_markdown, sampler_names
 from samplers.run import DTYPES, run
 from samplers.sampler import SamplerError
 from samplers.stepsize import fit_eps
@@ -65,6 +65,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "sampler's and their defaults)")
     s.add_argument("--grad-noise", type=float, default=None, metavar="V", help="simulated gradient noise variance")
     s.add_argument("--batch", type=int, default=None, metavar="n", help="minibatch size (data posteriors)")
+    s.add_argument("--estimator", default=None, choices=estimator_names(),
+                   help="with --batch: the gradient estimator; minibatch (default), cv (control variates about the "
+                        "mode: sgld-cv is sgld with it) or svrg")
+    s.add_argument("--sampling", default="replace", choices=SAMPLING,
+                   help="with --batch: draw each batch with replacement (default) or walk through the data in "
+                        "epochs (without replacement)")
     s.add_argument("--steps", type=int, required=True, metavar="N",
                    help="steps after burn-in; every THIN-th of them is kept (N // THIN samples per chain)")
     s.add_argument("--burn", type=int, default=0, metavar="B",
@@ -136,6 +142,8 @@ def cmd_list(args, out):
         spec = REGISTRY[name]
         params = ", ".join(f"{k}={v}" for k, v in spec.defaults.items())
         print(f"sampler    {name:14s} {spec.title}: {spec.source} [{params}]", file=out)
+    for name, (base, estimator, title) in VARIANTS.items():
+        print(f"sampler    {name:14s} {title}: {base} with --estimator {estimator} (needs --batch)", file=out)
     for name in preset_names():
         print(f"potential  {name:14s} {get_potential(name).description}", file=out)
     print("potential  expr:...       a typed U(x) or U(x, y), e.g. expr:x**4 - 2*x**2", file=out)
@@ -164,13 +172,15 @@ def cmd_sample(args, out):
         del sets["eps"]
     if args.recipe is not None:
         design = load_design(args.recipe)
-        sampler = design_sampler(design, pot, args.grad_noise, args.batch, args.naive, **sets)
+        sampler = design_sampler(design, pot, args.grad_noise, args.batch, args.naive, oracle=_oracle(pot, args),
+                                 **sets)
         if "eps" not in sets and "eps" not in (design.marked.data.get("params") or {}):
             fit_eps(sampler)    # the file's own eps is its author's choice; the schema's default is not
     elif args.naive:
         raise UsageError("--naive goes with --recipe; a named sampler's naive form has its own name (see list)")
     else:
-        sampler = build_sampler(args.sampler, pot, args.grad_noise, args.batch, **sets)
+        sampler = build_sampler(args.sampler, pot, args.grad_noise, args.batch, estimator=args.estimator,
+                                sampling=args.sampling, **sets)
     chosen = _auto_eps(sampler, args, sets, out) if auto else None
     if chosen is not None:
         sampler = chosen[0]
@@ -187,6 +197,8 @@ def cmd_sample(args, out):
                          f"{state_bytes / 1024 ** 3:.1f} GiB: lower --chains")
     res = run(sampler, args.steps, args.chains, args.burn, args.thin, args.seed, dtype=args.dtype)
     meta = dict(res.meta, potential=args.potential, grad_noise=args.grad_noise, batch=args.batch)
+    if args.estimator is not None or args.sampling != "replace" or args.sampler in VARIANTS:
+        meta.update(sampler=args.sampler or meta["sampler"], estimator=args.estimator, sampling=args.sampling)
     if args.box is not None:
         meta.update(box=[list(b) for b in args.box])   # diagnose scores on the box the run was drawn on
     if args.recipe is not None:
@@ -204,6 +216,11 @@ def cmd_sample(args, out):
         print("note: this design's Gamma is zero, so its naive variant is the same sampler", file=out)
 
 
+def _oracle(pot, args):
+    """The gradient oracle of a design run: --grad-noise, or --batch by --estimator and --sampling."""
+    return make_oracle(pot, args.grad_noise, args.batch, args.estimator, args.sampling)
+
+
 def _auto_eps(sampler, args, sets, out):
     """--set eps=auto: the ladder's largest step whose bias is under its noise (samplers.ladder.auto_eps), and
     the sampler at that step, with what the ladder measured for the file's meta."""
@@ -219,9 +236,10 @@ def _auto_eps(sampler, args, sets, out):
     params = {**sets, "eps": found.eps}
     if args.recipe is not None:
         s = design_sampler(load_design(args.recipe), sampler.potential, args.grad_noise, args.batch, args.naive,
-                           **params)
+                           oracle=_oracle(sampler.potential, args), **params)
     else:
-        s = build_sampler(args.sampler, sampler.potential, args.grad_noise, args.batch, **params)
+        s = build_sampler(args.sampler, sampler.potential, args.grad_noise, args.batch, estimator=args.estimator,
+                          sampling=args.sampling, **params)
     return s, dict(passed=found.passed, rungs=rungs)
 
 
@@ -346,6 +364,28 @@ def cmd_diagnose(args, out):
     if "outside" in res:
         print(f"OUT  {res['outside']:.5f} (share of samples outside the box {_box_text(pot)})", file=out)
     print(f"ESS  {smallest:.1f} (smallest over coordinates)", file=out)
+    if pot.dim > 2 and len(pot.known_marginals) < pot.dim:
+        _reference_scores(pot, theta, out)
+
+
+def _reference_scores(pot, theta, out):
+    """Beyond two parameters: per-marginal KS and Wasserstein against a long exact run, cached on disk."""
+    from samplers.refsample import ReferenceError, reference_sample
+    try:
+        ref = reference_sample(pot)
+    except ReferenceError as err:
+        print(f"no per-marginal scores: {err}", file=out)
+        return
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = marginal_distances(theta, effective_size(theta), ref.theta, ref.ess)
+    print(f"reference: HMC with Metropolis, {ref.theta.shape[0]} kept x {ref.theta.shape[1]} chains, acceptance "
+          f"{ref.acceptance:.2f}, ESS {np.min(ref.ess):.0f} (smallest){' at ' + ref.path if ref.path else ''}",
+          file=out)
+    print("per marginal: value ± sd bound (what an exact sampler of this ESS shows)", file=out)
+    for i in range(pot.dim):
+        print(f"  θ_{i + 1:<3d} KS {res['ks'][i]:.4f} ± {res['ks_err'][i]:.4f} ({res['ks_noise'][i]:.4f})   "
+              f"W1 {res['w1'][i]:.4g} ± {res['w1_err'][i]:.2g} ({res['w1_noise'][i]:.2g})", file=out)
 
 
 def _escaped_in_file(pot, theta, diverged) -> str:

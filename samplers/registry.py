@@ -30,12 +30,21 @@ SPECS: tuple[SamplerSpec, ...] = (
 )
 REGISTRY: dict[str, SamplerSpec] = {spec.name: spec for spec in SPECS}
 
+# a named sampler with a gradient estimator of its own: name -> (registry key, estimator, title). They are the
+# registered samplers' dynamics, so they are built by name (`build_sampler`) but not listed among the samplers.
+VARIANTS: dict[str, tuple[str, str, str]] = {
+    "sgld-cv": ("sgld", "cv", "SGLD-CV"),       # Baker, Fearnhead, Fox & Nemeth (2019), Algorithm 1
+    "sghmc-cv": ("sghmc", "cv", "SGHMC-CV"),    # ibid., §3.3
+}
+
 
 def sampler_names() -> list[str]:
     return list(REGISTRY)
 
 
 def get_spec(name: str) -> SamplerSpec:
+    """The named sampler's declaration; a variant's is its registered sampler's (the same dynamics)."""
+    name = VARIANTS[name][0] if name in VARIANTS else name
     if name not in REGISTRY:
         raise SamplerError(f"unknown sampler '{name}' (choose from {', '.join(REGISTRY)})")
     return REGISTRY[name]
@@ -46,12 +55,24 @@ def make_sampler(name: str, potential, oracle, **params) -> Sampler:
     return Sampler(get_spec(name), potential, oracle, **params)
 
 
-def build_sampler(name: str, potential, V=None, batch=None, *, fit: bool = True, **params) -> Sampler:
-    """A named sampler on a potential (a Potential or a preset/expr name) with exact gradients,
-    simulated gradient noise of variance V, or minibatches of `batch` data points. Without an eps, its default
+def build_sampler(name: str, potential, V=None, batch=None, *, fit: bool = True, estimator: str | None = None,
+                  sampling: str = "replace", **params) -> Sampler:
+    """A named sampler (or a `VARIANTS` name) on a potential (a Potential or a preset/expr name) with exact
+    gradients, simulated gradient noise of variance V, or minibatches of `batch` data points, by the named
+    estimator (samplers.gradients.ESTIMATORS) drawing with replacement or in epochs. Without an eps, its default
     is fitted to the target's scale (`samplers.stepsize.fitted_eps`; fit=False keeps the sampler's own)."""
     pot = get_potential(potential) if isinstance(potential, str) else potential
-    s = make_sampler(name, pot, make_oracle(pot, V, batch), **params)
+    title = None
+    if name in VARIANTS:
+        name, own, title = VARIANTS[name]
+        if estimator not in (None, own):
+            raise SamplerError(f"{title} uses the '{own}' estimator, not '{estimator}'")
+        if batch is None:
+            raise SamplerError(f"{title} draws minibatches of a data posterior: give a batch size")
+        estimator = own
+    s = make_sampler(name, pot, make_oracle(pot, V, batch, estimator, sampling), **params)
+    if title is not None:
+        s.title = title
     if fit and s.spec.step_param not in params:
         fit_eps(s)
     return s

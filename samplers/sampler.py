@@ -235,6 +235,7 @@ class Sampler:
     def __init__(self, spec: SamplerSpec, potential, oracle, **params):
         self.spec = spec
         self.name, self.potential, self.oracle = spec.name, potential, oracle
+        self.title = spec.title     # a variant with an estimator of its own names itself (registry.VARIANTS)
         self.dim = potential.dim
         self.params = coerce_params(self.spec, params)
         self.layout = StateLayout.of(self.dim, self.spec.layout(self.dim, self.params))

@@ -338,3 +338,34 @@ def test_sample_in_float32(tmp_path, capsys):
     assert main(["diagnose", str(a)]) == 0
     assert "KL" in capsys.readouterr().out
     assert main(args + ["--dtype", "float16", "--out", str(a)]) == 2
+
+
+def test_estimators_from_the_command_line_and_diagnose_beyond_two_parameters(tmp_path, monkeypatch, capsys):
+    """sgld-cv and --estimator/--sampling run a data posterior of four weights; diagnose scores the file marginal
+    by marginal against an HMC reference it runs once and then reads from its cache."""
+    monkeypatch.setenv("SGMCMC_CACHE", str(tmp_path / "cache"))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((300, 3))
+    y = rng.random(300) < 1 / (1 + np.exp(-x @ [1.0, -1.0, 0.5]))
+    csv = tmp_path / "d.csv"
+    csv.write_text("\n".join(",".join(f"{v:.4f}" for v in row) + f",{int(c)}" for row, c in zip(x, y)))
+    spec = f"logistic-csv:{csv}"
+    out = tmp_path / "cv.npz"
+    assert main(["sample", "--sampler", "sgld-cv", "--potential", spec, "--batch", "10", "--steps", "1000",
+                 "--thin", "10", "--chains", "20", "--set", "eps=1e-3", "--out", str(out)]) == 0
+    with np.load(out) as f:
+        meta = json.loads(str(f["meta"]))
+    assert meta["sampler"] == "sgld-cv" and "control variates" in meta["gradient"]
+    capsys.readouterr()
+    assert main(["diagnose", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "reference: HMC with Metropolis" in text and text.count(" KS ") == 4 and text.count(" W1 ") == 4, text
+    assert list((tmp_path / "cache" / "reference").glob("*.npz"))
+    assert main(["sample", "--sampler", "sgld", "--estimator", "svrg", "--sampling", "epochs", "--potential", spec,
+                 "--batch", "10", "--steps", "10", "--chains", "4", "--out", str(tmp_path / "svrg.npz")]) == 0
+    with np.load(tmp_path / "svrg.npz") as f:
+        meta = json.loads(str(f["meta"]))
+    assert meta["estimator"] == "svrg" and "SVRG" in meta["gradient"] and "epochs" in meta["gradient"]
+    assert main(["sample", "--sampler", "sgld", "--estimator", "cv", "--potential", spec, "--steps", "10",
+                 "--out", str(tmp_path / "x.npz")]) == 2
+    assert "give a batch size" in capsys.readouterr().err

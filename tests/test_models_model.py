@@ -24,7 +24,7 @@ from app.model.models import (
     write_json,
 )
 from app.model.reasons import NoticeKind
-from samplers.registry import REGISTRY, get_spec
+from samplers.registry import REGISTRY, VARIANTS, get_spec
 from samplers.targets.live import LIVE_MODELS, LiveModel, live_model
 from samplers.targets.models import DataFileError
 from samplers.targets.potential import Potential
@@ -34,7 +34,7 @@ from samplers.targets.potential import Potential
 def test_every_registered_model_builds_and_steps(key):
     model = live_model(key)
     assert isinstance(model, LiveModel) and model.key == key
-    assert all(name in REGISTRY for name in model.pair)
+    assert all(name in REGISTRY or name in VARIANTS for name in model.pair)
     for name, params in model.params.items():
         assert set(params) <= set(get_spec(name).defaults), (name, params)
     lab = ModelsLab(ModelsConfig(model=key))

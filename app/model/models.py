@@ -316,7 +316,7 @@ def build(cfg: dict) -> Built:
                 ens.z[:, : sampler.dim] = theta0[:, : sampler.dim]
                 if theta0.shape[1] == sampler.n:      # the model gave whole states, auxiliaries too
                     ens.z[:] = theta0
-            sides.append(Side(label, name, sampler.spec.title, dict(sampler.params), ens))
+            sides.append(Side(label, name, sampler.title, dict(sampler.params), ens))
         config = dict(model=key, seed=cfg["seed"], chains=chains, batch=model.batch,
                       samplers={s.label: dict(key=s.key, params=_plain(s.params)) for s in sides})
         return Built(ModelRuns(model, config, sides))

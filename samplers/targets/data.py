@@ -51,6 +51,22 @@ def make_logistic_data(n: int = 500, seed: int = 7, w_true=(1.0, -1.0), prior_va
     return LogisticData(x, y, prior_var)
 
 
+def make_regression_data(n: int, features: int, seed: int, prior_var: float = 10.0, test: int = 2000
+                         ) -> LogisticData:
+    """n points of `features` standard normal features, labels drawn from the model at weights that are
+    themselves standard normal draws, and `test` held-out points drawn after them: all from one seed."""
+    rng = np.random.default_rng(seed)
+    w_true = rng.standard_normal(features)
+
+    def draw(m):
+        x = rng.standard_normal((m, features))
+        return x, np.where(rng.random(m) < expit(x @ w_true), 1.0, -1.0)
+
+    x, y = draw(n)
+    x_test, y_test = draw(test)
+    return LogisticData(x, y, prior_var, x_test, y_test)
+
+
 def logistic_potential(data: LogisticData, name: str, description: str, formula: str) -> Potential:
     """The posterior of `data` as a Potential, started at its mode, with a box of +-6 posterior sd about the
     mode on the first two weights (the plotted ones)."""
@@ -81,3 +97,54 @@ def logistic(n: int = 500, seed: int = 7) -> Potential:
         f"Bayesian logistic regression, 2 weights, N = {n} synthetic points, prior N(0, 10 I); "
         "supports real minibatch gradients",
         r"U(w) = -\sum_{i=1}^N \log\sigma(y_i x_i^\top w) + \frac{|w|^2}{20}")
+
+
+REGRESSION_SEED = 2019
+
+
+def logistic_5d(n: int = 10_000, features: int = 5, seed: int = REGRESSION_SEED) -> Potential:
+    """The control-variate benchmark's posterior (benchmarks/sgld_cv.py): five weights, 10^4 points."""
+    return logistic_potential(
+        make_regression_data(n, features, seed), "logistic-5d",
+        f"Bayesian logistic regression, {features} weights, N = {n} synthetic points (seed {seed}), prior N(0, 10 I); "
+        "supports real minibatch gradients; scored against a cached HMC reference",
+        r"U(w) = -\sum_{i=1}^N \log\sigma(y_i x_i^\top w) + \frac{|w|^2}{20}")
+
+
+# The Models page's pair: SGLD against SGLD-CV at one step size, where SGLD's gradient noise is ~ the injected
+# noise's size (eps in units of the posterior's smallest variance; benchmarks/sgld_cv.py scans them)
+LIVE_EPS = 0.3
+LIVE_BATCH = 100
+LIVE_CHAINS = 100
+LIVE_SIZES = {"default": 10_000, "small": 1000}     # training points
+
+
+def expected_test_loss(data: LogisticData):
+    """The held-out log loss (nats per point) of each chain's weights, averaged over the chains: the expected loss
+    under the law the chains sample. Baker et al. (2019, Fig. 1) score their samplers by test log loss; taken per
+    chain, it grows with the spread a noisy gradient adds to the law (by tr(H Cov) / 2 to second order), which the
+    averaged predictive would mostly hide."""
+    def metric(theta):
+        m = data.y_test[None, :] * (np.asarray(theta, float) @ data.x_test.T)
+        return float(-log_expit(m).mean())
+    return metric
+
+
+def live_fields(seed: int = 0, size: str = "default") -> dict:
+    """The Models page's `LiveModel` fields for the control-variate pair (targets/live.py builds it)."""
+    if size not in LIVE_SIZES:
+        raise ValueError(f"size must be one of {', '.join(LIVE_SIZES)}, got {size!r}")
+    n = LIVE_SIZES[size]
+    pot = logistic_5d(n, seed=REGRESSION_SEED + seed)
+    data = pot.data
+    p = expit(data.x @ pot.start)
+    hess = (data.x.T * (p * (1 - p))) @ data.x + np.eye(pot.dim) / data.prior_var
+    eps = LIVE_EPS / float(np.linalg.eigvalsh(hess).max())       # the smallest posterior variance, by Laplace
+    return dict(
+        key="logistic-cv", title="Logistic regression: SGLD against SGLD-CV (Baker et al. 2019)", potential=pot,
+        metric=expected_test_loss(data), metric_name="held-out log loss (nats per point, averaged over chains)",
+        lower_is_better=True, pair=("sgld", "sgld-cv"), params={"sgld": {"eps": eps}, "sgld-cv": {"eps": eps}},
+        batch=LIVE_BATCH, chains=LIVE_CHAINS,
+        init=lambda chains, rng: pot.start + np.sqrt(eps) * rng.standard_normal((chains, pot.dim)),
+        description=f"{pot.description}; both samplers take minibatches of {LIVE_BATCH} at the same step size, "
+        "SGLD-CV's gradients centred on the mode (control variates)")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from samplers.targets import dpmixture
+from samplers.targets import data, dpmixture
 from samplers.targets.potential import Potential
 
 
@@ -36,6 +36,7 @@ class LiveModel:
 # key -> (title, builder); filled by the model modules' entries, in the order the page lists them
 LIVE_MODELS: dict[str, tuple[str, Callable[..., LiveModel]]] = {
     "dp-mixture": ("DP mixture (SCIR §4.2)", lambda **kw: LiveModel(**dpmixture.live_fields(**kw))),
+    "logistic-cv": ("Logistic regression: SGLD vs SGLD-CV", lambda **kw: LiveModel(**data.live_fields(**kw))),
 }
 
 

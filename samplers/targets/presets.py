@@ -10,7 +10,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import logsumexp
 
-from samplers.targets.data import logistic
+from samplers.targets.data import logistic, logistic_5d
 from samplers.targets.lda import uci_prefix
 from samplers.targets.models import csv_logistic, csv_pmf, digits_logistic, pmf
 from samplers.targets.potential import Array, Potential, PotentialError
@@ -169,6 +169,7 @@ PRESETS: dict[str, Callable[..., Potential]] = {
     "sparse-dirichlet": sparse_dirichlet,
     "dense-dirichlet": dense_dirichlet,
     "logistic": logistic,
+    "logistic-5d": logistic_5d,
     "digits-logistic": digits_logistic,
     "pmf": pmf,
 }
