@@ -43,8 +43,8 @@ from samplers.targets.live import LIVE_MODELS, LiveModel
 from .config import url_keys, url_meta
 from .exports import safe_file_name
 from .lab import MAX_STATE
-from .reasons import Notice, NoticeKind, one_line
 from .pool import POOL, Cancelled
+from .reasons import Notice, NoticeKind, one_line
 from .runner import _FORK_LOCK, LIMIT_S, POOL_MEMORY, USER_ERRORS, Failure, Sandbox, attempt, portable
 from .session import Session
 from .urlstate import MAX_MESSAGES, NAV_KEYS, parse_value, quoted, reason_text, url_text

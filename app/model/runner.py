@@ -315,6 +315,11 @@ class Sandbox:
     def pid(self) -> int | None:
         return self._proc.pid
 
+    @property
+    def sentinel(self) -> int:
+        """Ready when it has ended (multiprocessing.connection.wait)."""
+        return self._proc.sentinel
+
     def expired(self, limit_s: float) -> bool:
         return time.monotonic() - self.started > limit_s
 
