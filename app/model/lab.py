@@ -420,6 +420,16 @@ def warm_caches(cfg: LabConfig, fallback: bool, have_runs: bool) -> dict:
     return out
 
 
+def needs_warming(cfg: LabConfig) -> bool:
+    """A data posterior not yet normalised in this process: its build is seconds of numpy (a preset's, or one
+    this process has built before, is quick: it waits for no worker)."""
+    try:
+        pot = load_potential(cfg.potential)
+    except USER_ERRORS:
+        return False
+    return pot.data is not None and "_normalisation" not in vars(pot)
+
+
 def install_caches(cfg: LabConfig, warm: dict) -> None:
     for k, v in warm.get("masses", {}).items():
         _MASS_CACHE.put(k, v)
@@ -518,9 +528,10 @@ class Lab(Session):
             why = trial_build(cfg, fallback, have_runs)
         else:
             why = None
-            warm = self.runner.compute(partial(warm_caches, cfg, fallback, have_runs))
-            if isinstance(warm, dict):
-                install_caches(cfg, warm)
+            if needs_warming(cfg):
+                warm = self.runner.compute(partial(warm_caches, cfg, fallback, have_runs))
+                if isinstance(warm, dict):
+                    install_caches(cfg, warm)
         return POOLS["build"].submit(build_off_loop, cfg, fallback, have_runs, why).result()
 
     def offload(self, fn: Callable, done: Callable) -> None:
