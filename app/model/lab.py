@@ -532,6 +532,8 @@ class Lab(Session):
                 warm = self.runner.compute(partial(warm_caches, cfg, fallback, have_runs))
                 if isinstance(warm, dict):
                     install_caches(cfg, warm)
+        if self.runner.closed:      # the session ended meanwhile: nobody wants the build
+            return Built()
         return POOLS["build"].submit(build_off_loop, cfg, fallback, have_runs, why).result()
 
     def offload(self, fn: Callable, done: Callable) -> None:

@@ -9,8 +9,8 @@ potentials and edited recipes that do not pickle, and is SIGKILLed to cancel):
   does when its job ends or its session closes;
 - admitted through `Pool.slot`: at most `WORKERS` jobs compute at once in a server process (the per-process
   cap), and a session (an `owner`) has at most `QUOTA` heavy jobs computing; the next job admitted is the
-  waiting one of the lowest priority class (LIGHT before HEAVY), then of the owner computing least, then the
-  oldest. A job that waits while its own owner computes is told (`on_queued`): the page says "queued behind
+  waiting one of the lowest priority class (LIGHT before HEAVY), then of the owner computing least, then of the
+  owner admitted longest ago (sessions take turns), then the oldest. A job that waits while its own owner computes is told (`on_queued`): the page says "queued behind
   your other runs";
 - cancelled with its session (`Pool.cancel(owner)`): its waiting jobs are dropped and its workers killed.
 
@@ -52,6 +52,7 @@ class Pool:
         self._running: dict[int, tuple] = {}        # seq -> (owner, priority)
         self._procs: dict[object, set] = {}         # owner -> its live Sandboxes
         self._dead = weakref.WeakSet()               # owners cancelled: nothing more of theirs is admitted
+        self._admitted = weakref.WeakKeyDictionary()    # owner -> when it was last admitted (a count): turns
 
     # -- admission --------------------------------------------------------------------------------------
     def _computing(self, owner, heavy_only=True) -> int:
@@ -63,7 +64,7 @@ class Pool:
             priority, seq, owner, _ = entry
             if priority == HEAVY and self._computing(owner) >= self.quota:
                 continue
-            rank = (priority, self._computing(owner, heavy_only=False), seq)
+            rank = (priority, self._computing(owner, heavy_only=False), self._admitted.get(owner, -1), seq)
             if best is None or rank < best[0]:
                 best = (rank, entry)
         return None if best is None else best[1]
@@ -88,6 +89,7 @@ class Pool:
             finally:
                 self._waiting.remove(entry)
             self._running[entry[1]] = (owner, priority)
+            self._admitted[owner] = entry[1]
         try:
             yield
         finally:
