@@ -139,7 +139,7 @@ def test_a_models_run_lives_in_a_worker_and_goes_with_the_session(slow):
         drain(loop)
         lab.take_points()
         time.sleep(0.02)
-    assert runs.history()[0][-1] > 0 and lab.rate
+    assert runs.history()[0][-1] > 0
     lab.close()
     until(lambda: not runs.box._proc.is_alive())
 

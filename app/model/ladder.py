@@ -17,7 +17,6 @@ import param
 from samplers.ladder import Cancelled, LadderResult, default_ladder, ladder_csv, step_ladder
 
 from .lab import Lab
-from .pool import POOL
 from .pool import Cancelled as NotAdmitted
 from .runner import LIMIT_S, POOLS, Sandbox
 
@@ -86,8 +85,7 @@ class LadderJob(param.Parameterized):
     def _admitted(self, run_id, runner, args) -> None:
         """On a waiting thread: once the pool admits it, the ladder's process, its place held until it ends."""
         try:
-            with POOL.slot(runner, on_queued=runner.queued):
-                runner.queued(None)
+            with runner.slot():
                 if self._run_id is not run_id or self.status != "running":
                     return
                 box = Sandbox(*args, owner=runner)

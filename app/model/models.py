@@ -43,7 +43,7 @@ from samplers.targets.live import LIVE_MODELS, LiveModel
 from .config import url_keys, url_meta
 from .exports import safe_file_name
 from .lab import MAX_STATE
-from .pool import POOL, Cancelled
+from .pool import Cancelled
 from .reasons import Notice, NoticeKind, one_line
 from .runner import _FORK_LOCK, LIMIT_S, POOL_MEMORY, USER_ERRORS, Failure, Sandbox, attempt, portable
 from .session import Session
@@ -406,6 +406,7 @@ class RemoteRuns(RunsHistory):
 
     def __init__(self, box: Sandbox, commands, halt, built: tuple):
         self._halt = halt
+        self.closed = False
         info, config, sides, chains, news = built
         super().__init__(info, config, sides, chains)
         self.box, self.commands = box, commands
@@ -438,7 +439,10 @@ class RemoteRuns(RunsHistory):
         try:
             self.commands.send(steps)
             kind, value = self.box.receive()
-        except (EOFError, OSError, BrokenPipeError) as err:
+        except (EOFError, OSError, BrokenPipeError, TypeError) as err:
+            if self.closed:         # killed with its session, or replaced: nobody waits for the chunk
+                self.stop = True
+                return
             raise RuntimeError("the model's worker process stopped") from err
         if kind == "failed":
             raise value.error
@@ -446,6 +450,7 @@ class RemoteRuns(RunsHistory):
         self._mark()
 
     def close(self) -> None:
+        self.closed = True
         super().close()
         self.box.stop()
 
@@ -494,8 +499,7 @@ class ModelsLab(Session):
     def _remote_build(self, cfg: dict) -> Built:
         """On a waiting thread: the runs built in a worker process of this session's, once the pool admits it."""
         try:
-            with POOL.slot(self.runner, on_queued=self.runner.queued):
-                self.runner.queued(None)
+            with self.runner.slot():
                 out = remote_build(cfg, self.runner)
         except Cancelled:
             return Built(error="the session ended")
@@ -590,7 +594,7 @@ class ModelsLab(Session):
             runs.chunk(steps)
             return
         try:
-            with POOL.slot(self.runner, on_queued=self.runner.queued):
+            with self.runner.slot():
                 if not runs.stop or steps is not None:
                     runs.chunk(steps)
         except Cancelled:

@@ -10,8 +10,8 @@ potentials and edited recipes that do not pickle, and is SIGKILLed to cancel):
 - admitted through `Pool.slot`: at most `WORKERS` jobs compute at once in a server process (the per-process
   cap), and a session (an `owner`) has at most `QUOTA` heavy jobs computing; the next job admitted is the
   waiting one of the lowest priority class (LIGHT before HEAVY), then of the owner computing least, then of the
-  owner admitted longest ago (sessions take turns), then the oldest. A job that waits while its own owner computes is told (`on_queued`): the page says "queued behind
-  your other runs";
+  owner admitted longest ago (sessions take turns), then the oldest. A job that waits while its own owner
+  computes is told (`on_queued`): the page says "queued behind your other runs";
 - cancelled with its session (`Pool.cancel(owner)`): its waiting jobs are dropped and its workers killed.
 
 Page opens and light builds never enter the pool: they run in the Panel process, ahead of it by construction.

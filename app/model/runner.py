@@ -17,6 +17,7 @@ A session (the lab, the Models page, a lesson's demo) hands work to its runner, 
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import logging
@@ -201,6 +202,16 @@ class SessionRunner:
         if self.on_queued is not None and self.deliver is not None and not self.closed:
             self.deliver(lambda: self.closed or self.on_queued(message))
 
+    @contextlib.contextmanager
+    def slot(self, priority: int = HEAVY):
+        """Hold a place in the compute pool (waiting for it on this thread); the session is told while it waits
+        behind its own other work, and told again once admitted. Raises pool.Cancelled if the session ends."""
+        told = []
+        with POOL.slot(self, priority, on_queued=lambda m: (told.append(m), self.queued(m))):
+            if told:
+                self.queued(None)
+            yield
+
     def compute(self, work: Callable[[], Any], wanted: Callable[[], bool] = lambda: True,
                 priority: int = HEAVY, memory: int | None = None) -> Any:
         """work() in a worker process of the compute pool, once admitted (on a thread that may wait): its
@@ -208,11 +219,8 @@ class SessionRunner:
         In place without a session loop."""
         if self.inline:
             return attempt(work)
-        told = []
         try:
-            with POOL.slot(self, priority, on_queued=lambda m: (told.append(m), self.queued(m))):
-                if told:
-                    self.queued(None)
+            with self.slot(priority):
                 if not wanted() or self.closed:
                     return _DROPPED
                 box = Sandbox(_compute, work, memory=POOL_MEMORY if memory is None else memory, owner=self)
