@@ -11,7 +11,7 @@ import pytest
 
 from app.model import models as mm
 from app.model.models import ModelsConfig, ModelsLab, RemoteRuns
-from app.model.pool import HEAVY, LIGHT, QUEUED, Cancelled, Pool
+from app.model.pool import HEAVY, LIGHT, POOL, QUEUED, Cancelled, Pool
 from app.model.runner import Sandbox, SessionRunner
 from samplers.targets.live import LIVE_MODELS
 from tests.test_models_model import Loop, slow_model
@@ -113,7 +113,6 @@ def test_a_closed_session_s_worker_is_killed():
     loop = Loop()
     r = SessionRunner(loop.schedule)
     r.run(lambda: time.sleep(60), pool="compute")
-    from app.model.pool import POOL
     until(lambda: POOL.workers_alive() and r in POOL._procs)
     box = next(iter(POOL._procs[r]))
     r.close()
@@ -154,3 +153,44 @@ def test_a_new_build_replaces_the_worker(slow):
     until(lambda: not old.box._proc.is_alive())
     assert lab.runs.box._proc.is_alive()
     lab.close()
+
+
+def test_a_sessions_second_heavy_job_is_queued_behind_its_first_and_the_session_is_told():
+    loop, got, told = Loop(), [], []
+    r = SessionRunner(loop.schedule, on_queued=told.append)
+    r.run(lambda: time.sleep(1.0), pool="compute")
+    until(lambda: r in POOL._procs)                     # the first computes
+    r.run(os.getpid, got.append, pool="compute")
+    loop.run(lambda: got)
+    assert told[0] == QUEUED and told[-1] is None       # told while it waited, and told once it no longer does
+    r.close()
+
+
+def test_the_queued_notice_is_the_sessions_and_goes_once_admitted():
+    from app.model.config import LabConfig
+    from app.model.lab import Lab
+    from app.model.reasons import NoticeKind
+    lab = Lab(LabConfig(chains=10))
+    lab.queued(QUEUED)
+    assert lab.notice.kind is NoticeKind.QUEUED and lab.notice.message.startswith("Queued behind your other runs")
+    assert lab.notice.level == "warning"
+    lab.queued(None)
+    assert lab.notice is None
+
+
+def test_heavy_frames_are_paced_and_light_ones_never():
+    from app.views import frame_loop as fl
+    saved = dict(fl._COSTS)
+    fl._COSTS.clear()
+    try:
+        fl._COSTS.update({1: 0.004, 2: 0.040, 3: 0.040, 4: 0.040})     # a probe beside three heavy tabs
+        assert fl.pace(0.004) == fl.FRAME_MS / 1e3
+        period = fl.pace(0.040)
+        used = 3 * 0.040 / period + 0.004 / (fl.FRAME_MS / 1e3)
+        assert period > fl.FRAME_MS / 1e3 and used <= fl.LOOP_SHARE + 1e-9
+        fl._COSTS.clear()
+        fl._COSTS.update({k: 0.004 for k in range(80)})               # a class of light sessions: never slowed
+        assert fl.pace(0.004) == fl.FRAME_MS / 1e3
+    finally:
+        fl._COSTS.clear()
+        fl._COSTS.update(saved)

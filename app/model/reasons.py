@@ -36,7 +36,7 @@ class NoticeKind(Enum):
 
 # how loudly each kind of notice is shown (a Panel Alert's alert_type)
 LEVEL = {NoticeKind.LINK: "warning", NoticeKind.DIVERGED: "warning", NoticeKind.FAILED: "danger",
-         NoticeKind.REFUSED: "danger", NoticeKind.INTERNAL: "danger", NoticeKind.QUEUED: "info"}
+         NoticeKind.REFUSED: "danger", NoticeKind.INTERNAL: "danger", NoticeKind.QUEUED: "warning"}
 
 
 @dataclass(frozen=True)
