@@ -287,6 +287,8 @@ async def measure_mixes(server: AppServer, args) -> list[tuple]:
         queued = any(c.texts for c in clients)
         rows.append((name, ratio, closed_cpu, idle, mem0, mem1, queued, peak, waited, tabs, workers))
         pressed = f" ({sum(c.pressed for c in clients)} pressed)" if ladder else ""
+        told = sum(c.alert_s is not None for c in clients)
+        pressed += f" ({told} told something)" if told else ""
         print(f"{ratio:6.2f}  {before:5.1f} / {beside:5.1f} / {after:5.1f}  {waited:4.0f} s {tabs:5.1f}/s "
               f"{workers:5.2f}  "
               f"{closed_cpu:5.2f} (idle {idle:4.2f})  {mem0:6.0f} -> {peak:6.0f} -> {mem1:6.0f} MB "

@@ -52,7 +52,7 @@ def test_no_traceback_in_the_server_log(rows):
 def mixes():
     server = AppServer().wait()
     try:
-        rows = asyncio.run(measure_mixes(server, SimpleNamespace(seconds=6.0, settle=20.0, only="")))
+        rows = asyncio.run(measure_mixes(server, SimpleNamespace(seconds=5.0, settle=45.0, only="")))
     finally:
         server.stop()
     return {row[0]: row for row in rows}, server.server_errors()

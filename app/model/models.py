@@ -455,19 +455,23 @@ class RemoteRuns(RunsHistory):
         self.box.stop()
 
 
-def remote_build(cfg: dict, owner) -> Built | None:
+def remote_build(cfg: dict, owner, limit_s: float | None = None) -> Built | None:
     """The runs of a configuration in a worker process of the owner's (a session's runner): built there and kept
-    there. None when the session ended first."""
+    there. None past limit_s (the worker killed)."""
     with _FORK_LOCK:
         commands, to_worker = mp.Pipe(duplex=False)
     halt = mp.get_context("fork").RawValue("b", 0)
     box = Sandbox(_serve, cfg, commands, halt, memory=POOL_MEMORY, owner=owner)
     commands.close()
     try:
-        kind, value = box.receive()
+        got = box.receive(limit_s)
     except (EOFError, OSError):
         box.kill()
         return Built(error="the model could not be built: its worker process stopped (out of memory?)")
+    if got is None:
+        box.kill()
+        return None
+    kind, value = got
     if isinstance(value, Built):
         box.kill()
         return value
@@ -491,25 +495,31 @@ class ModelsLab(Session):
     def build_job(self) -> dict:
         cfg = {k: getattr(self.config, k) for k in URL_KEYS}
         if self.runner.inline:
-            work, pool = partial(build, cfg), "model build"
-        else:
-            work, pool = partial(self._remote_build, cfg), "wait"
-        return dict(work=work, pool=pool, limit_s=LIMIT_S["model build"], late=partial(self._too_long, cfg["model"]))
+            return dict(work=partial(build, cfg), pool="model build", limit_s=LIMIT_S["model build"],
+                        late=partial(self._too_long, cfg["model"]))
+        # in a worker, whose limit counts from its admission to the pool (not while it waits its turn)
+        return dict(work=partial(self._remote_build, cfg), pool="wait")
 
     def _remote_build(self, cfg: dict) -> Built:
         """On a waiting thread: the runs built in a worker process of this session's, once the pool admits it."""
         try:
             with self.runner.slot():
-                out = remote_build(cfg, self.runner)
+                out = remote_build(cfg, self.runner, LIMIT_S["model build"])
         except Cancelled:
             return Built(error="the session ended")
+        if out is None:
+            return Built(error=self._too_long_text(cfg["model"]))
         if self.runner.closed and out.runs is not None:
             out.runs.close()
         return out
 
     def _too_long(self, key: str) -> None:
-        self.error = (f"building the model {quoted(key or default_model())} took longer than "
-                      f"{LIMIT_S['model build']:g} s: given up")
+        self.error = self._too_long_text(key)
+
+    @staticmethod
+    def _too_long_text(key: str) -> str:
+        return (f"building the model {quoted(key or default_model())} took longer than "
+                f"{LIMIT_S['model build']:g} s: given up")
 
     def install(self, out: Built | Failure) -> None:
         if isinstance(out, Failure):        # never lose a build silently
