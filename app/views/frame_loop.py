@@ -6,9 +6,10 @@ frame FRAME_MS after this one started. (A fixed-period periodic callback skips a
 whenever a frame ends late, which under load with many sessions halves the frame rate; a
 self-scheduled one just runs a little later.) The loop stops with the session.
 
-The sessions of a process share one event loop, so heavy frames are paced (`pace`): a loop whose frames cost more
-than HEAVY_FRAME_S of the loop's CPU is a heavy one, and the heavy loops together may use what the light ones leave
-of LOOP_SHARE of the loop (at least MIN_HEAVY_SHARE), in equal parts, their frames spaced out to fit. Three tabs
+The sessions of a process share one event loop, so heavy frames are paced (`pace`): a loop whose frames take longer
+than HEAVY_FRAME_S of the loop's time is a heavy one, and the heavy loops together may hold the loop for what the
+light ones leave of LOOP_SHARE of it (at least MIN_HEAVY_SHARE), in equal parts, their frames spaced out to fit.
+The loop's time, not its CPU: on a machine short of CPU a frame holds the loop for longer than it computes. Three tabs
 of a data posterior (37 ms a frame) took a probe session playing beside them to 0.38x its rate (issue 28); light
 sessions (a few ms a frame, a class of them) are never slowed by it.
 """
@@ -30,10 +31,10 @@ from tornado.websocket import WebSocketClosedError
 log = logging.getLogger(__name__)
 
 FRAME_MS = 40          # 25 frames per second at most; a frame costs a few ms at 10^4 chains
-HEAVY_FRAME_S = 0.015  # a frame's CPU (the loop's thread) above which a session's frames are paced
-LOOP_SHARE = 0.5       # of the loop's thread, what the sessions' frames may use before heavy ones are paced
+HEAVY_FRAME_S = 0.015  # a frame's duration on the loop above which a session's frames are paced
+LOOP_SHARE = 0.4       # of the loop's time, what the sessions' frames may hold it for before heavy ones are paced
 MIN_HEAVY_SHARE = 0.1  # ... of which the heavy ones keep at least this much between them
-_COSTS: dict[int, float] = {}     # id(FrameLoop) -> its frames' CPU, smoothed, while it plays
+_COSTS: dict[int, float] = {}     # id(FrameLoop) -> its frames' duration, smoothed, while it plays
 
 
 def pace(cost_s: float) -> float:
@@ -179,7 +180,7 @@ class FrameLoop:
         if not self.ready():
             return
         self.in_frame = True
-        start = time.thread_time()
+        start = time.perf_counter()
         try:
             with self.one_message():
                 self.frame()
@@ -187,7 +188,7 @@ class FrameLoop:
             self._report(err)
         finally:
             self.in_frame = False
-            cost = time.thread_time() - start
+            cost = time.perf_counter() - start
             last = _COSTS.get(id(self))
             _COSTS[id(self)] = cost if last is None else 0.7 * last + 0.3 * cost
 
