@@ -280,13 +280,14 @@ def test_diverging_chains_are_reported_and_a_wholly_diverged_pair_pauses(monkeyp
 
 def test_a_bug_in_a_playing_chunk_stops_the_run_and_says_it_is_internal(monkeypatch, caplog):
     monkeypatch.setitem(LIVE_MODELS, "slow", ("slow", slow_model(0.005)))
-    loop = Loop()
-    lab = ModelsLab(ModelsConfig(model="slow"), schedule=loop.schedule)
-    loop.run(lambda: lab.runs is not None)
 
     def broken(self, steps=None, budget_s=mm.CHUNK_S):
         raise KeyError("chunk")
+    # before the build: the runs live in a worker process forked from this one
     monkeypatch.setattr(mm.ModelRuns, "chunk", broken)
+    loop = Loop()
+    lab = ModelsLab(ModelsConfig(model="slow"), schedule=loop.schedule)
+    loop.run(lambda: lab.runs is not None)
     lab.play()
     loop.run(lambda: lab.notice is not None)
     assert not lab.playing and lab.notice.kind is NoticeKind.INTERNAL and "KeyError" in lab.notice.message

@@ -15,9 +15,10 @@ On a server the lab is one session among many on one event loop, so two things a
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import time
 from collections.abc import Callable
-from functools import partial
+from functools import cached_property, partial
 
 import numpy as np
 import param
@@ -33,10 +34,10 @@ from samplers.targets.potential import PotentialError
 
 from .config import LabConfig
 from .design import DESIGN, checked, current, key_of, uses_design
-from .live_run import LiveRun
+from .live_run import _MASS_CACHE, LiveRun
 from .presets import MAX_RECIPE_DIM, TYPED, load_potential
 from .reasons import Block, BlockKind, Notice, NoticeKind, one_line
-from .runner import LIMIT_S, USER_ERRORS, Failure, Sandbox, memory_left
+from .runner import LIMIT_S, POOLS, USER_ERRORS, Failure, Sandbox, memory_left
 from .session import Session
 
 MAX_STATE = 4_000_000          # chains x state size: beyond this one session would hog the server
@@ -372,10 +373,15 @@ def trial_build(cfg: LabConfig, fallback: bool, have_runs: bool, limit_s: float 
             }.get(kind, f"{what} cannot be built: {one_line(value)}")
 
 
-def build_off_loop(cfg: LabConfig, fallback: bool, have_runs: bool) -> Built:
-    """A build on a worker: typed input is tried in a sandbox first, and a configuration that builds quickly
-    is remembered (a class opening one link then builds it in place, see INLINE_S)."""
-    why = trial_build(cfg, fallback, have_runs) if typed_input(cfg) else None
+_UNTRIED = object()
+
+
+def build_off_loop(cfg: LabConfig, fallback: bool, have_runs: bool, why=_UNTRIED) -> Built:
+    """A build on a worker: typed input is tried in a sandbox first (unless `why`, the trial's outcome, is given),
+    and a configuration that builds quickly is remembered (a class opening one link then builds it in place, see
+    INLINE_S)."""
+    if why is _UNTRIED:
+        why = trial_build(cfg, fallback, have_runs) if typed_input(cfg) else None
     if why is None:
         start = time.perf_counter()
         out = build(cfg, fallback, have_runs)
@@ -385,6 +391,57 @@ def build_off_loop(cfg: LabConfig, fallback: bool, have_runs: bool) -> Built:
     if have_runs:
         return Built(notice=Notice(NoticeKind.REFUSED, f"{why}; the run on screen is the previous one."))
     return refused_first_build(cfg, why)
+
+
+def _cached_attributes(obj) -> dict:
+    """The values of obj's cached properties computed so far."""
+    names = {n for klass in type(obj).__mro__ for n, v in vars(klass).items() if isinstance(v, cached_property)}
+    return {n: v for n, v in vars(obj).items() if n in names}
+
+
+def warm_caches(cfg: LabConfig, fallback: bool, have_runs: bool) -> dict:
+    """In a worker process: build once, and return the numbers the build computed that the session's process
+    caches (a data posterior's normalisation on its grid, the exact bin masses, the residual: seconds of numpy),
+    those that pickle. Installed there (`install_caches`), the build in the session's process finds them."""
+    masses, residuals = dict(_MASS_CACHE._items), dict(_RESIDUAL_CACHE._items)
+    build(cfg, fallback, have_runs)
+    out = {"masses": {k: v for k, v in _MASS_CACHE._items.items() if k not in masses},
+           "residuals": {k: v for k, v in _RESIDUAL_CACHE._items.items() if k not in residuals},
+           "potential": {}}
+    try:
+        out["potential"] = _cached_attributes(load_potential(cfg.potential))
+    except USER_ERRORS:
+        pass
+    for part in ("masses", "residuals", "potential"):
+        for k, v in list(out[part].items()):
+            try:
+                pickle.dumps(v)
+            except Exception:
+                del out[part][k]
+    return out
+
+
+def needs_warming(cfg: LabConfig) -> bool:
+    """A data posterior not yet normalised in this process: its build is seconds of numpy (a preset's, or one
+    this process has built before, is quick: it waits for no worker)."""
+    try:
+        pot = load_potential(cfg.potential)
+    except USER_ERRORS:
+        return False
+    return pot.data is not None and "_normalisation" not in vars(pot)
+
+
+def install_caches(cfg: LabConfig, warm: dict) -> None:
+    for k, v in warm.get("masses", {}).items():
+        _MASS_CACHE.put(k, v)
+    for k, v in warm.get("residuals", {}).items():
+        _RESIDUAL_CACHE.put(k, v)
+    try:
+        pot = load_potential(cfg.potential)
+    except USER_ERRORS:
+        return
+    for k, v in warm.get("potential", {}).items():
+        pot.__dict__.setdefault(k, v)
 
 
 class Lab(Session):
@@ -430,7 +487,7 @@ class Lab(Session):
             self._typed_checked(reason, done)
             return reason
         self.runner.run(partial(sandboxed_potential_reason, text), lambda out: self._typed_checked(out, done),
-                        tag="typed U")
+                        tag="typed U", pool="wait")
         return None
 
     def _typed_checked(self, reason, done) -> None:
@@ -462,12 +519,29 @@ class Lab(Session):
         if self.runner.inline or (not have_runs and config_key(self.config) in _QUICK):
             return dict(work=partial(build, self.config, fallback, have_runs), here=True)
         # a copy: the worker reads it while the user goes on editing the original
-        return dict(work=partial(build_off_loop, snapshot(self.config), fallback, have_runs))
+        return dict(work=partial(self._build_pooled, snapshot(self.config), fallback, have_runs), pool="wait")
+
+    def _build_pooled(self, cfg: LabConfig, fallback: bool, have_runs: bool) -> Built:
+        """On a waiting thread: a build this process has not done quickly before runs first in a worker process
+        of the compute pool, whose numbers (`warm_caches`) make the build here, on the build thread, quick."""
+        if typed_input(cfg):
+            # the trial (a sandbox, at most the typed-build limit) waits here, not on the build thread
+            why = trial_build(cfg, fallback, have_runs)
+        else:
+            why = None
+            if needs_warming(cfg):
+                warm = self.runner.compute(partial(warm_caches, cfg, fallback, have_runs))
+                if isinstance(warm, dict):
+                    install_caches(cfg, warm)
+        if self.runner.closed:      # the session ended meanwhile: nobody wants the build
+            return Built()
+        return POOLS["build"].submit(build_off_loop, cfg, fallback, have_runs, why).result()
 
     def offload(self, fn: Callable, done: Callable) -> None:
-        """fn() on a build worker, then done(its result, or the Failure it raised) on the session's loop;
-        in place without a schedule. For the views' own slow work (the residual map)."""
-        self.runner.run(fn, done)
+        """fn() in a worker process of the compute pool (its result must pickle), then done(its result, or the
+        Failure it raised) on the session's loop; in place without a schedule. For the views' own slow work (the
+        residual map)."""
+        self.runner.run(fn, done, pool="compute")
 
     def install(self, out: Built | Failure) -> None:
         if isinstance(out, Failure):        # never lose a build silently: the session hears of it

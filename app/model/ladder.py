@@ -3,17 +3,22 @@
 A ladder is seconds of numpy work; in the server process it would hold the interpreter between the
 live view's frames (numpy releases the GIL only inside large operations). It runs in the runner's
 sandbox (runner.py): a forked process that inherits the built samplers as they are, sends its progress and
-results back, and is killed to cancel or past LIMIT_S["ladder"].
+results back, and is killed to cancel, past LIMIT_S["ladder"] or when the session ends. On a server it is started
+once the compute pool (pool.py) admits it, and holds its place there while it runs: ladders pressed in many tabs
+take turns instead of each taking a core.
 The job is polled (`poll()`) from the session's own loop; nothing here touches a view.
 """
 from __future__ import annotations
+
+from multiprocessing.connection import wait as mp_wait
 
 import param
 
 from samplers.ladder import Cancelled, LadderResult, default_ladder, ladder_csv, step_ladder
 
 from .lab import Lab
-from .runner import LIMIT_S, Sandbox
+from .pool import Cancelled as NotAdmitted
+from .runner import LIMIT_S, POOLS, Sandbox
 
 LADDER_STEPS = 6
 LADDER_CHAINS = 2000
@@ -45,6 +50,7 @@ class LadderJob(param.Parameterized):
         super().__init__(**params)
         self.lab = lab
         self._box: Sandbox | None = None
+        self._run_id = None
         self._version = None
         # a new configuration makes a running ladder meaningless: stop it
         lab.param.watch(lambda e: self.cancel("the configuration changed"), "version")
@@ -65,9 +71,30 @@ class LadderJob(param.Parameterized):
         if any("eps" not in s.params for _, s in sides):
             self.status, self.message = "failed", "the ladder needs samplers with a step size eps"
             return
-        self._box = Sandbox(_work, sides, eps_values, eps0, LADDER_CHAINS, self.lab.config.seed)
+        args = (_work, sides, eps_values, eps0, LADDER_CHAINS, self.lab.config.seed)
         self.results, self.progress, self.message = [], 0.0, ""
         self.status = "running"
+        runner = self.lab.runner
+        if runner.inline:
+            self._box = Sandbox(*args)
+            return
+        self._run_id = run_id = object()
+        self._box = None
+        POOLS["wait"].submit(self._admitted, run_id, runner, args)
+
+    def _admitted(self, run_id, runner, args) -> None:
+        """On a waiting thread: once the pool admits it, the ladder's process, its place held until it ends."""
+        try:
+            with runner.slot():
+                if self._run_id is not run_id or self.status != "running":
+                    return
+                box = Sandbox(*args, owner=runner)
+                self._box = box
+                if self._run_id is not run_id:       # cancelled meanwhile
+                    box.stop()
+                mp_wait([box.sentinel])      # it ends (done, killed); its pipe is the poll's to close
+        except NotAdmitted:
+            pass
 
     def poll(self) -> None:
         """Read what the worker sent since the last call (never blocks)."""
@@ -102,7 +129,9 @@ class LadderJob(param.Parameterized):
             self._finish("cancelled", f"stopped: {why}")
 
     def _finish(self, status: str, message: str) -> None:
+        self._run_id = None
         if self._box is not None:
+            # on a server its waiting thread sees it end and gives its place in the pool back
             self._box.kill()
         self._box = None
         self.message = message

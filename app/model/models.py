@@ -4,9 +4,13 @@ and the model's own metric against steps for both samplers.
 A model's build (generating or loading its data, the two samplers, the metric at the start) takes from
 milliseconds to seconds, and one step of a large model tens of milliseconds; neither runs on the session's
 event loop when there is one (a `schedule`; the session's runner, runner.py, does the work off it):
-- a build runs on a worker thread with a time limit (LIMIT_S["model build"]): past it the page says so and the
-  late result is dropped (a thread cannot be stopped; the builders are the library's own, bounded code);
-- the runs advance on the runner's shared "step" pool, in chunks of about CHUNK_S: each chunk steps both
+- on a server, the runs live in a worker process of the compute pool (pool.py), one per session's runs (an actor,
+  `RemoteRuns`): it builds the model (its data stays there) and steps the chains when asked, one chunk at a time,
+  each chunk admitted by the pool; the session keeps only the metric's history. Killing the worker ends the run
+  and returns its memory (a new build, the session's end). Shipping the chains each step instead would cost more
+  than the step for most models (docs/notes/compute-pool.md);
+- a build has a time limit (LIMIT_S["model build"]): past it the page says so and the late result is dropped;
+- the runs advance in chunks of about CHUNK_S: each chunk steps both
   samplers in turn and records the metric every `every` steps, `every` chosen from the measured costs so that the
   metric takes at most METRIC_SHARE of the stepping. A chunk queues the next one itself while the page keeps
   taking the points (`take_points`, from the view's frames): a closed page stops its run within STALE_S.
@@ -20,8 +24,10 @@ import dataclasses
 import io
 import json
 import math
+import multiprocessing as mp
 import threading
 import time
+import types
 from collections import deque
 from collections.abc import Callable
 from functools import partial
@@ -37,8 +43,9 @@ from samplers.targets.live import LIVE_MODELS, LiveModel
 from .config import url_keys, url_meta
 from .exports import safe_file_name
 from .lab import MAX_STATE
+from .pool import Cancelled
 from .reasons import Notice, NoticeKind, one_line
-from .runner import LIMIT_S, USER_ERRORS, Failure
+from .runner import _FORK_LOCK, LIMIT_S, POOL_MEMORY, USER_ERRORS, Failure, Sandbox, attempt, portable
 from .session import Session
 from .urlstate import MAX_MESSAGES, NAV_KEYS, parse_value, quoted, reason_text, url_text
 
@@ -144,27 +151,19 @@ class Side:
     ens: Ensemble
 
 
-class ModelRuns:
-    """Both samplers on one built model, stepped together, and the metric's history: one step list for
-    both (they are scored at the same steps) and one value list per sampler.
+class RunsHistory:
+    """The metric's history of both samplers, as the page takes it: one step list for both (they are scored at
+    the same steps) and one value list per sampler; the rate and the chunk hand-over. A worker adds to it while
+    the session's loop takes the new points (`take_points`): the history is only touched under `lock`."""
 
-    A worker steps them (`chunk`) while the session's loop takes the new points (`take_points`): the history
-    is only touched under `lock`."""
-
-    def __init__(self, model: LiveModel, config: dict, sides: list[Side]):
-        self.model, self.config, self.sides = model, config, sides
-        self.chains = sides[0].ens.z.shape[0]
+    def __init__(self, model, config: dict, sides: list, chains: int):
+        self.model, self.config, self.sides, self.chains = model, config, sides, chains
         self.t = 0
         self.lock = threading.Lock()
         self.steps: list[int] = []
         self.values: list[list[float]] = [[] for _ in sides]
         self.taken = 0              # points the view has taken
         self.thinned = False        # the history was thinned since the view last took points: send it whole
-        self.every = 1              # metric every this many steps
-        self.min_every = 1          # ... at least (doubles each time the history is thinned)
-        self.step_s = 0.0           # measured: one step of both samplers, and one metric of both
-        self.metric_s = 0.0
-        self._metric_times: deque = deque(maxlen=8)
         self.marks: deque = deque()     # (time, t) at each chunk's end, for the rate
         self.error: str | None = None
         self.diverged = [0 for _ in sides]
@@ -172,63 +171,17 @@ class ModelRuns:
         self.stop = False           # replaced or paused: a chunk under way ends at its next step
         self.busy = False           # a chunk is queued or under way
         self.taken_at = time.monotonic()
-        self._record()
 
-    def _record(self) -> None:
-        start = time.perf_counter()
-        values = []
-        for side in self.sides:
-            alive = side.ens.guard.alive
-            theta = side.ens.z[alive, : side.ens.sampler.dim]
-            with np.errstate(all="ignore"):
-                values.append(float(self.model.metric(theta)) if len(theta) else math.nan)
-        # its cost: the least of the last few calls (one call slowed by the other threads, the server's loop
-        # among them, would otherwise space the points out for a while)
-        self._metric_times.append(time.perf_counter() - start)
-        self.metric_s = min(self._metric_times)
-        with self.lock:
-            self.steps.append(self.t)
-            for hist, v in zip(self.values, values):
-                hist.append(v)
-            if len(self.steps) > MAX_POINTS:
-                self.steps = self.steps[::2]
-                self.values = [hist[::2] for hist in self.values]
-                self.min_every *= 2
-                self.thinned = True
-        if self.step_s > 0:
-            self.every = max(self.min_every, math.ceil(self.metric_s / (METRIC_SHARE * self.step_s)))
-
-    def chunk(self, steps: int | None = None, budget_s: float = CHUNK_S) -> None:
-        """Advance both samplers by `steps`, or for about `budget_s` (at least one step); the metric every
-        `every` steps and at the end. Errors of the dynamics end it with `error` set."""
-        start = time.perf_counter()
-        done = 0
-        budget = max(budget_s, min(MAX_CHUNK_S, 2 * self.metric_s / METRIC_SHARE))
-        while not self.stop:
-            t0 = time.perf_counter()
-            for side in self.sides:
-                try:
-                    side.ens.advance(1)
-                except USER_ERRORS as err:
-                    self.error = f"{side.key} stopped at step {side.ens.t}: {one_line(err)}"
-                    self.stop = True
-                    break
-            else:
-                self.t += 1
-                done += 1
-                took = time.perf_counter() - t0
-                self.step_s = took if not self.step_s else 0.9 * self.step_s + 0.1 * took
-                last = done == steps if steps is not None else time.perf_counter() - start >= budget
-                if last or self.t % self.every == 0:
-                    self._record()
-                if last:
-                    break
-        self.diverged = [side.ens.n_diverged for side in self.sides]
+    def _mark(self) -> None:
         now = time.monotonic()
         with self.lock:
             self.marks.append((now, self.t))
             while len(self.marks) > 2 and now - self.marks[1][0] > RATE_WINDOW_S:
                 self.marks.popleft()
+
+    def close(self) -> None:
+        """The runs are no longer wanted (replaced, or the session ended)."""
+        self.stop = True
 
     def claim(self) -> bool:
         """Take the runs for a chunk: False when one is queued or under way."""
@@ -275,6 +228,72 @@ class ModelRuns:
     def last(self) -> list[float]:
         with self.lock:
             return [hist[-1] if hist else math.nan for hist in self.values]
+
+
+class ModelRuns(RunsHistory):
+    """Both samplers on one built model, stepped together, here (in the process that built them)."""
+
+    def __init__(self, model: LiveModel, config: dict, sides: list[Side]):
+        super().__init__(model, config, sides, sides[0].ens.z.shape[0])
+        self.every = 1              # metric every this many steps
+        self.min_every = 1          # ... at least (doubles each time the history is thinned)
+        self.step_s = 0.0           # measured: one step of both samplers, and one metric of both
+        self.metric_s = 0.0
+        self._metric_times: deque = deque(maxlen=8)
+        self.halt = None            # in a worker: shared memory the session sets to stop a chunk under way
+        self._record()
+
+    def _record(self) -> None:
+        start = time.perf_counter()
+        values = []
+        for side in self.sides:
+            alive = side.ens.guard.alive
+            theta = side.ens.z[alive, : side.ens.sampler.dim]
+            with np.errstate(all="ignore"):
+                values.append(float(self.model.metric(theta)) if len(theta) else math.nan)
+        # its cost: the least of the last few calls (one call slowed by the other threads, the server's loop
+        # among them, would otherwise space the points out for a while)
+        self._metric_times.append(time.perf_counter() - start)
+        self.metric_s = min(self._metric_times)
+        with self.lock:
+            self.steps.append(self.t)
+            for hist, v in zip(self.values, values):
+                hist.append(v)
+            if len(self.steps) > MAX_POINTS:
+                self.steps = self.steps[::2]
+                self.values = [hist[::2] for hist in self.values]
+                self.min_every *= 2
+                self.thinned = True
+        if self.step_s > 0:
+            self.every = max(self.min_every, math.ceil(self.metric_s / (METRIC_SHARE * self.step_s)))
+
+    def chunk(self, steps: int | None = None, budget_s: float = CHUNK_S) -> None:
+        """Advance both samplers by `steps`, or for about `budget_s` (at least one step); the metric every
+        `every` steps and at the end. Errors of the dynamics end it with `error` set."""
+        start = time.perf_counter()
+        done = 0
+        budget = max(budget_s, min(MAX_CHUNK_S, 2 * self.metric_s / METRIC_SHARE))
+        while not self.stop and not (self.halt is not None and self.halt.value):
+            t0 = time.perf_counter()
+            for side in self.sides:
+                try:
+                    side.ens.advance(1)
+                except USER_ERRORS as err:
+                    self.error = f"{side.key} stopped at step {side.ens.t}: {one_line(err)}"
+                    self.stop = True
+                    break
+            else:
+                self.t += 1
+                done += 1
+                took = time.perf_counter() - t0
+                self.step_s = took if not self.step_s else 0.9 * self.step_s + 0.1 * took
+                last = done == steps if steps is not None else time.perf_counter() - start >= budget
+                if last or self.t % self.every == 0:
+                    self._record()
+                if last:
+                    break
+        self.diverged = [side.ens.n_diverged for side in self.sides]
+        self._mark()
 
 
 @dataclasses.dataclass
@@ -328,6 +347,137 @@ def _plain(params: dict) -> dict:
     return {k: (v if isinstance(v, (int, float, str, bool)) or v is None else str(v)) for k, v in params.items()}
 
 
+# -- the runs in a worker process (an actor of the compute pool) ------------------------------------------
+@dataclasses.dataclass
+class ModelInfo:
+    """What the page shows of a model built in a worker: LiveModel's plain fields."""
+    key: str
+    title: str
+    metric_name: str
+    lower_is_better: bool
+    pair: tuple
+    params: dict
+    batch: int | None
+    chains: int
+    description: str
+    potential: types.SimpleNamespace      # its dim
+
+
+def _news(runs: ModelRuns) -> dict:
+    whole, steps, values = runs.take_points()
+    return dict(whole=whole, steps=steps, values=values, t=runs.t, diverged=list(runs.diverged), error=runs.error)
+
+
+def _serve(send, cfg: dict, commands, halt) -> None:
+    """In the worker: build, then a chunk per command, each answered with the new points; `halt` (shared memory)
+    set by the session ends a chunk at its next step."""
+    out = attempt(partial(build, cfg))
+    if isinstance(out, Failure) or out.runs is None:
+        send(("built", Built(error=f"the model could not be built: {out.message}")
+              if isinstance(out, Failure) else out))
+        return
+    runs = out.runs
+    runs.halt = halt
+    m = runs.model
+    info = ModelInfo(m.key, m.title, m.metric_name, m.lower_is_better, tuple(m.pair), _plain_tree(m.params),
+                     m.batch, m.chains, m.description, types.SimpleNamespace(dim=m.potential.dim))
+    sides = [Side(s.label, s.key, s.title, _plain(s.params), None) for s in runs.sides]
+    send(("built", (info, runs.config, sides, runs.chains, _news(runs))))
+    while True:
+        try:
+            steps = commands.recv()
+        except (EOFError, OSError):      # the session has gone
+            return
+        runs.stop = False
+        result = attempt(partial(runs.chunk, steps))
+        if isinstance(result, Failure):
+            send(("failed", portable(result)))
+        else:
+            send(("chunk", _news(runs)))
+
+
+def _plain_tree(params: dict) -> dict:
+    return {k: _plain(v) if isinstance(v, dict) else v for k, v in params.items()}
+
+
+class RemoteRuns(RunsHistory):
+    """The runs of a worker process (`_serve`): its metric's history here, its chains there. `chunk` asks for
+    one chunk and waits for its points (on a thread, within a compute-pool slot)."""
+
+    def __init__(self, box: Sandbox, commands, halt, built: tuple):
+        self._halt = halt
+        self.closed = False
+        info, config, sides, chains, news = built
+        super().__init__(info, config, sides, chains)
+        self.box, self.commands = box, commands
+        self._apply(news)
+
+    @property
+    def stop(self) -> bool:
+        return bool(self._halt.value)
+
+    @stop.setter
+    def stop(self, value: bool) -> None:
+        self._halt.value = bool(value)
+
+    def _apply(self, news: dict) -> None:
+        with self.lock:
+            if news["whole"]:
+                self.steps, self.values, self.thinned = news["steps"], news["values"], True
+            else:
+                self.steps.extend(news["steps"])
+                for hist, v in zip(self.values, news["values"]):
+                    hist.extend(v)
+            self.t = news["t"]
+        self.diverged = news["diverged"]
+        if news["error"] is not None:
+            self.error = news["error"]
+            self.stop = True
+
+    def chunk(self, steps: int | None = None) -> None:
+        """One chunk in the worker; raises what it raised, or RuntimeError if the worker has died."""
+        try:
+            self.commands.send(steps)
+            kind, value = self.box.receive()
+        except (EOFError, OSError, BrokenPipeError, TypeError) as err:
+            if self.closed:         # killed with its session, or replaced: nobody waits for the chunk
+                self.stop = True
+                return
+            raise RuntimeError("the model's worker process stopped") from err
+        if kind == "failed":
+            raise value.error
+        self._apply(value)
+        self._mark()
+
+    def close(self) -> None:
+        self.closed = True
+        super().close()
+        self.box.stop()
+
+
+def remote_build(cfg: dict, owner, limit_s: float | None = None) -> Built | None:
+    """The runs of a configuration in a worker process of the owner's (a session's runner): built there and kept
+    there. None past limit_s (the worker killed)."""
+    with _FORK_LOCK:
+        commands, to_worker = mp.Pipe(duplex=False)
+    halt = mp.get_context("fork").RawValue("b", 0)
+    box = Sandbox(_serve, cfg, commands, halt, memory=POOL_MEMORY, owner=owner)
+    commands.close()
+    try:
+        got = box.receive(limit_s)
+    except (EOFError, OSError):
+        box.kill()
+        return Built(error="the model could not be built: its worker process stopped (out of memory?)")
+    if got is None:
+        box.kill()
+        return None
+    kind, value = got
+    if isinstance(value, Built):
+        box.kill()
+        return value
+    return Built(RemoteRuns(box, to_worker, halt, value))
+
+
 class ModelsLab(Session):
     """The Models page's state: builds the configured model's runs and plays them."""
 
@@ -344,12 +494,32 @@ class ModelsLab(Session):
     # -- building ------------------------------------------------------------------------------------
     def build_job(self) -> dict:
         cfg = {k: getattr(self.config, k) for k in URL_KEYS}
-        return dict(work=partial(build, cfg), pool="model build", limit_s=LIMIT_S["model build"],
-                    late=partial(self._too_long, cfg["model"]))
+        if self.runner.inline:
+            return dict(work=partial(build, cfg), pool="model build", limit_s=LIMIT_S["model build"],
+                        late=partial(self._too_long, cfg["model"]))
+        # in a worker, whose limit counts from its admission to the pool (not while it waits its turn)
+        return dict(work=partial(self._remote_build, cfg), pool="wait")
+
+    def _remote_build(self, cfg: dict) -> Built:
+        """On a waiting thread: the runs built in a worker process of this session's, once the pool admits it."""
+        try:
+            with self.runner.slot():
+                out = remote_build(cfg, self.runner, LIMIT_S["model build"])
+        except Cancelled:
+            return Built(error="the session ended")
+        if out is None:
+            return Built(error=self._too_long_text(cfg["model"]))
+        if self.runner.closed and out.runs is not None:
+            out.runs.close()
+        return out
 
     def _too_long(self, key: str) -> None:
-        self.error = (f"building the model {quoted(key or default_model())} took longer than "
-                      f"{LIMIT_S['model build']:g} s: given up")
+        self.error = self._too_long_text(key)
+
+    @staticmethod
+    def _too_long_text(key: str) -> str:
+        return (f"building the model {quoted(key or default_model())} took longer than "
+                f"{LIMIT_S['model build']:g} s: given up")
 
     def install(self, out: Built | Failure) -> None:
         if isinstance(out, Failure):        # never lose a build silently
@@ -359,7 +529,7 @@ class ModelsLab(Session):
             self.playing = False
             return
         if self.runs is not None:
-            self.runs.stop = True
+            self.runs.close()          # a worker's runs: the worker goes, and its memory with it
         self.error = ""
         self.runs = out.runs
         self.rate = None
@@ -406,10 +576,10 @@ class ModelsLab(Session):
 
         def work():
             try:
-                runs.chunk(steps)
+                self._chunk(runs, steps)
             finally:
                 runs.release(False)
-        self.runner.run(work, partial(self._stepped, runs), pool="step")
+        self.runner.run(work, partial(self._stepped, runs), pool=self._pool(runs))
 
     def _stepped(self, runs: ModelRuns, result) -> None:
         if isinstance(result, Failure):
@@ -422,13 +592,29 @@ class ModelsLab(Session):
         """Queue the next chunk of the playing runs (none when one is queued or under way)."""
         runs = self.runs
         if not self.runner.inline and runs is not None and runs.claim():
-            self.runner.run(partial(self._play_chunk, runs), pool="step")
+            self.runner.run(partial(self._play_chunk, runs), pool=self._pool(runs))
+
+    @staticmethod
+    def _pool(runs) -> str:
+        return "wait" if isinstance(runs, RemoteRuns) else "step"
+
+    def _chunk(self, runs, steps: int | None = None) -> None:
+        """One chunk: a worker process's within a slot of the compute pool (its turn among the sessions)."""
+        if not isinstance(runs, RemoteRuns):
+            runs.chunk(steps)
+            return
+        try:
+            with self.runner.slot():
+                if not runs.stop or steps is not None:
+                    runs.chunk(steps)
+        except Cancelled:
+            runs.stop = True
 
     def _play_chunk(self, runs: ModelRuns) -> None:
         """On a run worker: one chunk, then the next one queued at the back, while the page takes the points."""
         go_on = False
         try:
-            runs.chunk()
+            self._chunk(runs)
             fresh = time.monotonic() - runs.taken_at < STALE_S
             go_on = (not runs.stop and runs.error is None and fresh
                      and not all(n >= runs.chains for n in runs.diverged))
@@ -436,7 +622,7 @@ class ModelsLab(Session):
             # handed on under the lock: the loop's _submit must not start a second chain beside this one
             go_on = runs.release(go_on)
         if go_on:
-            self.runner.run(partial(self._play_chunk, runs), pool="step")
+            self.runner.run(partial(self._play_chunk, runs), pool=self._pool(runs))
 
     def advance(self, steps: int) -> None:
         """Play `steps` steps in place (tests and scripts; the page plays on the workers)."""
@@ -477,6 +663,8 @@ class ModelsLab(Session):
     def close(self) -> None:
         """End of session: stop the run and the build's clock; the runs' memory goes with them."""
         super().close()
+        if self.runs is not None:
+            self.runs.close()
         self.runs = None
 
     # -- exports -------------------------------------------------------------------------------------

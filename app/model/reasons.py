@@ -31,11 +31,12 @@ class NoticeKind(Enum):
     FAILED = "failed"         # the dynamics raised: the run stopped
     REFUSED = "refused"       # a build was refused for its cost: the previous run goes on
     INTERNAL = "internal"     # a bug of the lab (logged with its traceback), not the user's doing
+    QUEUED = "queued"         # heavy work waits for the compute pool behind this session's other work
 
 
 # how loudly each kind of notice is shown (a Panel Alert's alert_type)
 LEVEL = {NoticeKind.LINK: "warning", NoticeKind.DIVERGED: "warning", NoticeKind.FAILED: "danger",
-         NoticeKind.REFUSED: "danger", NoticeKind.INTERNAL: "danger"}
+         NoticeKind.REFUSED: "danger", NoticeKind.INTERNAL: "danger", NoticeKind.QUEUED: "warning"}
 
 
 @dataclass(frozen=True)

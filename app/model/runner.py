@@ -1,7 +1,9 @@
 """`SessionRunner`: everything a session does off its event loop goes through here.
 
 A session (the lab, the Models page, a lesson's demo) hands work to its runner, which
-- runs it on one of the process's bounded worker pools (`POOLS`), first come first served; each session keeps at
+- runs it on one of the process's bounded worker pools (`POOLS`), first come first served, or, for heavy work
+  (`pool="compute"`), in a worker process of the compute pool (pool.py: niced, memory-limited, admitted fairly
+  between sessions, killed when its session ends); each session keeps at
   most one job of a `tag` current: a newer one supersedes it (skipped if it has not started, its result dropped
   if it has), so a user typing or dragging a slider queues one build, not one per keystroke;
 - holds it to its time limit (`LIMIT_S`, one table): past the limit the session is told and the late result is
@@ -15,10 +17,13 @@ A session (the lab, the Models page, a lesson's demo) hands work to its runner, 
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import logging
 import multiprocessing as mp
+import os
+import pickle
 import resource
 import signal
 import threading
@@ -31,6 +36,7 @@ import numpy as np
 
 from samplers.errors import InputError
 
+from .pool import HEAVY, MEMORY, NICE, POOL, Cancelled
 from .reasons import one_line
 
 log = logging.getLogger(__name__)
@@ -54,6 +60,8 @@ POOLS = {
     "build": ThreadPoolExecutor(max_workers=1, thread_name_prefix="lab-build"),
     "model build": ThreadPoolExecutor(max_workers=1, thread_name_prefix="models-build"),
     "step": ThreadPoolExecutor(max_workers=2, thread_name_prefix="models-run"),
+    # threads that only wait: for a compute-pool slot, then for the worker process's answer (pool.py admits)
+    "wait": ThreadPoolExecutor(max_workers=64, thread_name_prefix="compute-wait"),
 }
 
 
@@ -87,9 +95,11 @@ class SessionRunner:
     session's loop, of a job without a `done` that failed."""
 
     def __init__(self, deliver: Callable[[Callable[[], None]], None] | None = None,
-                 on_failure: Callable[[Failure], None] | None = None):
+                 on_failure: Callable[[Failure], None] | None = None,
+                 on_queued: Callable[[str | None], None] | None = None):
         self.deliver = deliver
         self.on_failure = on_failure
+        self.on_queued = on_queued       # on the loop: a compute job waits behind this session's others (None: no more)
         self.closed = False
         self._ids = itertools.count(1)
         self._current: dict[str, int] = {}      # tag -> its current job
@@ -121,10 +131,15 @@ class SessionRunner:
         def task():
             if not self.current(tag, job):        # superseded while it waited
                 return
-            result = attempt(work)
+            if pool == "compute":
+                result = self.compute(work, lambda: self.current(tag, job))
+                if result is _DROPPED:
+                    return
+            else:
+                result = attempt(work)
             if self.current(tag, job) and (done is not None or isinstance(result, Failure)):
                 self.deliver(lambda: self._done(tag, job, done, result))
-        POOLS[pool].submit(task)
+        POOLS["wait" if pool == "compute" else pool].submit(task)
         if limit_s is not None:
             timer = threading.Timer(limit_s, lambda: self.deliver(lambda: self._late(tag, job, late)))
             timer.daemon = True
@@ -173,15 +188,80 @@ class SessionRunner:
         self._cancel_timers(tag)
 
     def close(self) -> None:
-        """End of session: nothing more is delivered, no clock keeps running."""
+        """End of session: nothing more is delivered, no clock keeps running, and the session's worker processes
+        are killed, its waiting compute jobs dropped."""
         self.closed = True
         for _, timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
+        POOL.cancel(self)
+
+    # -- the compute pool -------------------------------------------------------------------------------
+    def queued(self, message: str | None) -> None:
+        """From a waiting thread: tell the session (on its loop) that its job waits, or no longer does."""
+        if self.on_queued is not None and self.deliver is not None and not self.closed:
+            self.deliver(lambda: self.closed or self.on_queued(message))
+
+    @contextlib.contextmanager
+    def slot(self, priority: int = HEAVY):
+        """Hold a place in the compute pool (waiting for it on this thread); the session is told while it waits
+        behind its own other work, and told again once admitted. Raises pool.Cancelled if the session ends."""
+        told = []
+        with POOL.slot(self, priority, on_queued=lambda m: (told.append(m), self.queued(m))):
+            if told:
+                self.queued(None)
+            yield
+
+    def compute(self, work: Callable[[], Any], wanted: Callable[[], bool] = lambda: True,
+                priority: int = HEAVY, memory: int | None = None) -> Any:
+        """work() in a worker process of the compute pool, once admitted (on a thread that may wait): its
+        result (it must pickle), the Failure it raised, or _DROPPED when the session ended or no longer wants it.
+        In place without a session loop."""
+        if self.inline:
+            return attempt(work)
+        try:
+            with self.slot(priority):
+                if not wanted() or self.closed:
+                    return _DROPPED
+                box = Sandbox(_compute, work, memory=POOL_MEMORY if memory is None else memory, owner=self)
+                kind, value = box.first(None)
+        except Cancelled:
+            return _DROPPED
+        if kind == "ok":
+            return value
+        if kind == "failed":
+            return value
+        if self.closed or not wanted():
+            return _DROPPED
+        return Failure(MemoryError(f"the worker stopped ({kind}): it may have needed more than "
+                                   f"{POOL_MEMORY >> 20} MB"), bug=False)
+
+
+_DROPPED = object()
+
+
+def _compute(send, work):
+    """In a worker process: the work's result, or its Failure (the error itself if it pickles)."""
+    result = attempt(work)
+    if isinstance(result, Failure):
+        send(("failed", portable(result)))
+        return
+    send(("ok", result))
+
+
+def portable(failure: Failure) -> Failure:
+    """The failure as it can cross to the session's process: its error itself if that pickles."""
+    try:
+        pickle.loads(pickle.dumps(failure.error))
+        return Failure(failure.error.with_traceback(None), failure.bug)
+    except Exception:
+        return Failure(RuntimeError(f"{type(failure.error).__name__}: {failure.error}"), failure.bug)
 
 
 # -- the sandbox ------------------------------------------------------------------------------------------
 _MEMORY_LIMIT: int | None = None       # in a sandbox with a memory limit: the address space it may use
+POOL_MEMORY = MEMORY
+_FORK_LOCK = threading.Lock()
 
 
 def _vm_bytes() -> int:
@@ -200,6 +280,11 @@ def _sandboxed(target, conn, memory, args):
     signal.set_wakeup_fd(-1)
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_DFL)
+    # heavy work: the server's frames win the CPU whenever they want it
+    try:
+        os.nice(NICE)
+    except OSError:
+        pass
     if memory is not None:
         try:
             limit = _vm_bytes() + memory
@@ -214,18 +299,34 @@ def _sandboxed(target, conn, memory, args):
 
 
 class Sandbox:
-    """`target(send, *args)` in a forked process: it inherits what the server built (typed potentials and edited
-    recipes, which do not pickle), sends what it has to say with `send`, and is killed (SIGKILL: nothing of it
-    runs on) when its time is up or nobody wants its answer. `memory`: bytes of address space it may add."""
+    """`target(send, *args)` in a forked process at a lowered priority (pool.NICE): it inherits what the server
+    built (typed potentials and edited recipes, which do not pickle), sends what it has to say with `send`, and
+    is killed (SIGKILL: nothing of it runs on) when its time is up or nobody wants its answer. `memory`: bytes of
+    address space it may add. `owner`: a session's runner, which kills it when the session ends."""
 
-    def __init__(self, target: Callable, *args, memory: int | None = None):
-        here, there = mp.Pipe(duplex=False)
-        self._proc = mp.get_context("fork").Process(target=_sandboxed, args=(target, there, memory, args),
-                                                    daemon=True)
-        self._proc.start()
-        there.close()
+    def __init__(self, target: Callable, *args, memory: int | None = None, owner=None):
+        # one fork at a time: a sibling forked from another thread before `there` is closed here would hold its
+        # write end, and this sandbox's death would never read as the end of its pipe
+        with _FORK_LOCK:
+            here, there = mp.Pipe(duplex=False)
+            self._proc = mp.get_context("fork").Process(target=_sandboxed, args=(target, there, memory, args),
+                                                        daemon=True)
+            self._proc.start()
+            there.close()
         self._conn = here
         self.started = time.monotonic()
+        self.owner = owner
+        if owner is not None:
+            POOL.adopt(owner, self)
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid
+
+    @property
+    def sentinel(self) -> int:
+        """Ready when it has ended (multiprocessing.connection.wait)."""
+        return self._proc.sentinel
 
     def expired(self, limit_s: float) -> bool:
         return time.monotonic() - self.started > limit_s
@@ -235,9 +336,16 @@ class Sandbox:
         while self._conn.poll():
             yield self._conn.recv()
 
-    def first(self, limit_s: float) -> tuple[str, Any]:
-        """Its first message, waiting at most limit_s: ("time", None) past it, ("died", None) if it died first;
-        it is killed either way."""
+    def receive(self, limit_s: float | None = None) -> Any:
+        """Its next message, waiting for it (at most limit_s: None past it); EOFError or OSError if it died first.
+        It lives on."""
+        if not self._conn.poll(limit_s):
+            return None
+        return self._conn.recv()
+
+    def first(self, limit_s: float | None) -> tuple[str, Any]:
+        """Its first message, waiting at most limit_s (None: until it ends): ("time", None) past it, ("died", None)
+        if it died first; it is killed either way."""
         try:
             return self._conn.recv() if self._conn.poll(limit_s) else ("time", None)
         except (EOFError, OSError):
@@ -245,8 +353,15 @@ class Sandbox:
         finally:
             self.kill()
 
+    def stop(self) -> None:
+        """SIGKILL only (from any thread): whoever reads its pipe sees it end, and closes it."""
+        if self._proc.is_alive():
+            self._proc.kill()
+
     def kill(self) -> None:
         if self._proc.is_alive():
             self._proc.kill()
         self._proc.join(timeout=1)
         self._conn.close()
+        if self.owner is not None:
+            POOL.disown(self.owner, self)

@@ -34,7 +34,7 @@ class Session(param.Parameterized):
         too, so a page opens before its runs exist). Without it (tests, scripts, the CLI) they run in place."""
         super().__init__(**params)
         self.schedule = schedule
-        self.runner = SessionRunner(schedule, on_failure=self.failed)
+        self.runner = SessionRunner(schedule, on_failure=self.failed, on_queued=self.queued)
         self._play_after = False
 
     # -- what a subclass says ----------------------------------------------------------------------------
@@ -109,6 +109,15 @@ class Session(param.Parameterized):
             log.error("stopping a failed run failed too", exc_info=again)
             with param.parameterized.discard_events(self):
                 self.pause(notice)
+
+    def queued(self, message: str | None) -> None:
+        """Heavy work of this session waits for the compute pool (message), or has been admitted (None)."""
+        if message is not None:
+            if self.notice is None or self.notice.kind is NoticeKind.QUEUED:
+                self.notice = Notice(NoticeKind.QUEUED, f"{message[0].upper()}{message[1:]}: it starts as soon as "
+                                                        "one of them ends.")
+        elif self.notice is not None and self.notice.kind is NoticeKind.QUEUED:
+            self.notice = None
 
     def close(self) -> None:
         """End of session: stop, and let nothing more come back to it."""

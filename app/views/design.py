@@ -290,7 +290,7 @@ class DesignEditor(Viewer):
                 return
             self.upload_status.object = ""
             self._apply(out, **self._with_target(out))
-        runner.run(read, done, tag="design upload")
+        runner.run(read, done, tag="design upload", pool="wait")
 
     def _yaml(self):
         data = self.data

@@ -5,6 +5,13 @@ change sent to the page as one message (see `one_message`), then the loop schedu
 frame FRAME_MS after this one started. (A fixed-period periodic callback skips a whole period
 whenever a frame ends late, which under load with many sessions halves the frame rate; a
 self-scheduled one just runs a little later.) The loop stops with the session.
+
+The sessions of a process share one event loop, so heavy frames are paced (`pace`): a loop whose frames take longer
+than HEAVY_FRAME_S of the loop's time is a heavy one, and the heavy loops together may hold the loop for what the
+light ones leave of LOOP_SHARE of it (at least MIN_HEAVY_SHARE), in equal parts, their frames spaced out to fit.
+The loop's time, not its CPU: on a machine short of CPU a frame holds the loop for longer than it computes. Three tabs
+of a data posterior (37 ms a frame) took a probe session playing beside them to 0.38x its rate (issue 28); light
+sessions (a few ms a frame, a class of them) are never slowed by it.
 """
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import time
 from collections.abc import Callable
 from functools import partial
 
@@ -23,6 +31,20 @@ from tornado.websocket import WebSocketClosedError
 log = logging.getLogger(__name__)
 
 FRAME_MS = 40          # 25 frames per second at most; a frame costs a few ms at 10^4 chains
+HEAVY_FRAME_S = 0.015  # a frame's duration on the loop above which a session's frames are paced
+LOOP_SHARE = 0.4       # of the loop's time, what the sessions' frames may hold it for before heavy ones are paced
+MIN_HEAVY_SHARE = 0.1  # ... of which the heavy ones keep at least this much between them
+_COSTS: dict[int, float] = {}     # id(FrameLoop) -> its frames' duration, smoothed, while it plays
+
+
+def pace(cost_s: float) -> float:
+    """The period (s) of a loop whose frames cost cost_s, among the loops playing now (_COSTS)."""
+    if cost_s <= HEAVY_FRAME_S:
+        return FRAME_MS / 1e3
+    light = sum(c for c in _COSTS.values() if c <= HEAVY_FRAME_S) / (FRAME_MS / 1e3)
+    heavy = sum(1 for c in _COSTS.values() if c > HEAVY_FRAME_S) or 1
+    share = max(MIN_HEAVY_SHARE, LOOP_SHARE - light) / heavy
+    return max(FRAME_MS / 1e3, cost_s / share)
 
 
 def quiet_closed_sockets() -> None:
@@ -132,6 +154,7 @@ class FrameLoop:
             self._cb = None
 
     def stop(self) -> None:
+        _COSTS.pop(id(self), None)
         self._loop_id += 1
         if self._cb is not None and self.doc is not None:
             try:
@@ -150,12 +173,14 @@ class FrameLoop:
         """One frame, the next one scheduled first so that the period counts from this frame's start."""
         self._cb = None
         if not self.active() or self._abandoned():
+            _COSTS.pop(id(self), None)
             return
         if self.doc is not None:
-            self._schedule(self._loop_id, FRAME_MS)
+            self._schedule(self._loop_id, 1e3 * pace(_COSTS.get(id(self), 0.0)))
         if not self.ready():
             return
         self.in_frame = True
+        start = time.perf_counter()
         try:
             with self.one_message():
                 self.frame()
@@ -163,6 +188,9 @@ class FrameLoop:
             self._report(err)
         finally:
             self.in_frame = False
+            cost = time.perf_counter() - start
+            last = _COSTS.get(id(self))
+            _COSTS[id(self)] = cost if last is None else 0.7 * last + 0.3 * cost
 
     def _report(self, err: Exception) -> None:
         """Tell the owner; should that fail too, stop here rather than raise into the server's loop, where

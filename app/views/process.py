@@ -5,6 +5,7 @@ import gc
 import importlib
 import os
 
+import threadpoolctl
 from bokeh.settings import settings
 
 from . import bokeh_speedups
@@ -41,6 +42,11 @@ def prepare_process() -> None:
     _prepared = True
     quiet_closed_sockets()
     quiet_late_messages()
+    # One BLAS thread in the server (its workers inherit it): the compute pool forks workers from threads, and
+    # OpenBLAS's fork handler waits for its own threads to finish the call another thread has under way, which
+    # never happens (a server hung in blas_thread_shutdown_, issue 28); two cores shared by the sessions and the
+    # pool's workers gain nothing from BLAS threads either.
+    threadpoolctl.threadpool_limits(1)
     bokeh_speedups.install()      # a fifth less server CPU per page open (see its docstring)
     import_first_use()
     # Panel runs a full gc.collect() after sessions end (panel/io/document.py), and a full collection walks
