@@ -12,6 +12,7 @@ from scipy.special import logsumexp
 
 from samplers.targets.data import logistic
 from samplers.targets.lda import uci_prefix
+from samplers.targets.modelfile import model_file_potential
 from samplers.targets.models import csv_logistic, csv_pmf, digits_logistic, pmf
 from samplers.targets.potential import Array, Potential, PotentialError
 from samplers.targets.simplex import dense_dirichlet, simplex_prefix, sparse_dirichlet
@@ -182,6 +183,7 @@ PREFIXES: dict[str, Callable[..., Potential]] = {
     "logistic-csv:": csv_logistic,     # a user's file: features..., label
     "pmf-csv:": csv_pmf,               # a user's file: user,item,rating
     "lda-uci:": uci_prefix,            # a user's corpus: a UCI bag-of-words docword file[;K=topics]
+    "model:": model_file_potential,    # a user's model file (docs/models.md): YAML and a CSV
 }
 
 
