@@ -107,6 +107,10 @@ class Pair:
 SIMPLEX_SPLITTING = {"integrator": "splitting", "eps": "0.1"}
 # lesson 12's annealing: beta from 1 to 11 over 20 000 steps (tests/test_santa.py, docs/tempering.md)
 ANNEALED_SANTA = {"eps": "0.05", "anneal_b": "2000", "anneal_c": "1"}
+# Welling & Teh's mixture on minibatches of 10 of its 100 points: the batch's gradient noise (B-hat ~ 10^3 at the
+# mode) heats naive SGHMC (TV 0.27 after 12 000 steps); SGHMC's friction C = 10 removes it (TV 0.067) at eps 0.01
+WELLING_TEH_NAIVE = {"eps": "0.01"}
+WELLING_TEH_SGHMC = {"eps": "0.01", "C": "10"}
 
 
 def compare_pairs() -> list[Pair]:
@@ -135,6 +139,10 @@ def compare_pairs() -> list[Pair]:
     if {"santa", "sghmc"} <= set(names) and "tilted-double-well" in potential_names():
         pairs.append(Pair("santa-annealed:sghmc", "annealed Santa vs SGHMC on tilted-double-well", "santa", "sghmc",
                           potential="tilted-double-well", params=ANNEALED_SANTA))
+    if {"sghmc-naive", "sghmc"} <= set(names) and "welling-teh" in potential_names():
+        pairs.append(Pair("welling-teh:sghmc-naive:sghmc", "naive SGHMC vs SGHMC on Welling & Teh's mixture "
+                          "(minibatches of 10)", "sghmc-naive", "sghmc", potential="welling-teh", batch=10,
+                          params=WELLING_TEH_NAIVE, params_b=WELLING_TEH_SGHMC))
     return pairs
 
 

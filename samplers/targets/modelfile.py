@@ -20,6 +20,7 @@ import io
 import keyword
 import os
 import re
+from pathlib import Path
 
 import numpy as np
 import sympy
@@ -30,6 +31,7 @@ from samplers.targets.expr import ExpressionError, differentiate, parse_expressi
 from samplers.targets.potential import Potential, PotentialError
 from samplers.targets.usermodel import DataModel
 
+EXAMPLES = Path(__file__).parent / "examples"     # the shipped model files and their data
 MAX_YAML_CHARS = 16_000       # a model file is a few lines
 MAX_YAML_NODES = 500
 MAX_CSV_BYTES = 16 << 20      # 16 MiB of data
@@ -86,26 +88,33 @@ def load_model_file(path: str) -> tuple[DataModel, dict]:
     if size > 4 * MAX_YAML_CHARS:
         raise ModelFileError(f"the model file is {size:,} bytes long (at most {MAX_YAML_CHARS:,} characters)",
                              source=short(path, 80))
+    if not os.path.isfile(path):
+        raise ModelFileError("not a file", source=short(path, 80))
     with open(path, encoding="utf-8", errors="replace") as f:
-        text = f.read()
+        text = f.read(MAX_YAML_CHARS + 1)
     folder = os.path.dirname(os.path.abspath(path))
 
     def read_csv(name):
         full = os.path.join(folder, name)
+        if not os.path.isfile(full):
+            raise ModelFileError("not a file", source=short(name, 80))
         size = os.stat(full).st_size
         if size > MAX_CSV_BYTES:
             raise ModelFileError(f"{size:,} bytes (at most {MAX_CSV_BYTES:,})", source=short(name, 80))
         with open(full, encoding="utf-8", errors="replace", newline="") as f:
-            return f.read()
+            text = f.read(MAX_CSV_BYTES + 1)      # a file that grows after its size was read is cut here
+        if len(text) > MAX_CSV_BYTES:
+            raise ModelFileError(f"more than {MAX_CSV_BYTES:,} characters", source=short(name, 80))
+        return text
     return read_model_text(text, short(path, 80), read_csv)
 
 
-def model_file_potential(path: str) -> Potential:
+def model_file_potential(path: str, name: str | None = None) -> Potential:
     """`model:FILE.yaml`: the file's posterior as a Potential (its exact law normalised when it has one or two
     parameters)."""
-    model, extra = load_model_file(path)
+    model, extra = load_model_file(path.strip())
     extra.setdefault("description", f"the model file {short(path, 80)}")
-    return model.potential(f"model:{path.strip()}", formula=model.formula(), **extra)
+    return model.potential(name or f"model:{path.strip()}", formula=model.formula(), **extra)
 
 
 # ----------------------------------------------------------------------------------------------------------
