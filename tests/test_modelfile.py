@@ -160,7 +160,8 @@ def test_vector_parameters_and_unused_columns():
     ("params: " + "[" * 40 + "]" * 40, None, "nested too deeply"),
     ("a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b, *b, *b, *b, "
      "*b, *b]\n", None, "more than 500 values"),
-    ("params: !!python/object/apply:os.system [ls]\n", None, "m.yaml: line 1, column 9: params: not valid YAML: the tag"),
+    ("params: !!python/object/apply:os.system [ls]\n", None,
+     "m.yaml: line 1, column 9: params: not valid YAML: the tag"),
     ("x" * 20_000, None, "characters long"),
     (GOOD, "x,y\n0,1\n1,abc\n", "d.csv: line 3, column 2: y: 'abc' is not a finite number"),
     (GOOD, "x,y\n0,1\n1,nan\n", "d.csv: line 3, column 2: y: 'nan' is not a finite number"),
@@ -244,6 +245,16 @@ def test_a_numpy_model_and_its_potential():
     pot = hand.potential("hand", box=((-3, 4), (-5, 5)))
     assert pot.dim == 2 and abs(dg.bin_masses_2d(pot.density_xy, *(np.linspace(-3, 4, 8),
                                                                    np.linspace(-5, 5, 9))).sum() - 1) < 1e-3
+
+
+def test_the_gradient_benchmark_runs(capsys):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import model_gradients
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    model_gradients.main(["--chains", "20", "--repeats", "5"])
+    assert "speed ratio derived/hand-written = " in capsys.readouterr().out
 
 
 def test_a_jax_model_has_the_hand_written_gradients():

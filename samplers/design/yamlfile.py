@@ -1,8 +1,8 @@
 """A design file read as plain data with where each value stands (`samplers.marked`), and its error."""
 from __future__ import annotations
 
-from samplers.engine.symbols import RecipeError
 from samplers import marked
+from samplers.engine.symbols import RecipeError
 from samplers.marked import MAX_FLOW_DEPTH, PLAIN_TAGS, read_marked, short
 
 __all__ = ["DesignError", "Marked", "read_yaml", "short", "MAX_CHARS", "MAX_NODES", "MAX_FLOW_DEPTH", "PLAIN_TAGS"]

@@ -163,7 +163,8 @@ def _nice(lo: float, hi: float) -> tuple[float, float]:
     """lo, hi padded by a twentieth and rounded outward to a step a twentieth of the width, to one digit."""
     pad = 0.05 * (hi - lo)
     step = 10.0 ** np.floor(np.log10(max(hi - lo, 1e-12) / 20))
-    return float(np.round(step * np.floor((lo - pad) / step), 12)), float(np.round(step * np.ceil((hi + pad) / step), 12))
+    lo, hi = step * np.floor((lo - pad) / step), step * np.ceil((hi + pad) / step)
+    return float(np.round(lo, 12)), float(np.round(hi, 12))
 
 
 def model_potential(model: DataModel, name: str, description: str = "", formula: str = "", box=None,
