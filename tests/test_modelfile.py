@@ -269,3 +269,27 @@ def test_a_jax_model_has_the_hand_written_gradients():
     idx = np.random.default_rng(1).integers(0, 100, size=(4, 6))
     np.testing.assert_allclose(jm.example_grads(theta, idx), model.example_grads(theta, idx), rtol=1e-9)
     np.testing.assert_allclose(jm.grad(theta), model.grad(theta), rtol=1e-9)
+
+
+def test_an_uploaded_model_builds_in_the_sandbox_and_opens_in_the_lab():
+    """The lab's upload: the YAML and its CSV as bytes, built in the sandbox first; the spec it returns opens in a
+    Lab. A hostile upload is refused in one line naming the file; one that takes too long is killed."""
+    from app.model.config import LabConfig
+    from app.model.lab import Lab
+    from app.model.modelupload import read_model_upload
+    files = {"wt.yaml": WT.read_bytes().replace(b"welling-teh.csv", b"points.csv"),
+             "points.csv": (EXAMPLES / "welling-teh.csv").read_bytes()}
+    spec = read_model_upload(files)
+    lab = Lab(LabConfig(potential=spec, sampler="sgld", batch=10, chains=50))
+    assert not lab.blocks and lab.notice is None and lab.step(3), (lab.blocks, lab.notice)
+    assert lab.runs[0].pot.dim == 2
+    for bad, where in [({"m.yaml": GOOD.replace("-(y", "__import__(y").encode(), "d.csv": b"x,y\n0,1\n"},
+                        "m.yaml: line 3, column 9: loglik: unknown name '__import__'"),
+                       ({"m.yaml": GOOD.encode()},
+                        "m.yaml: line 2, column 7: data: the CSV file 'd.csv': was not uploaded"),
+                       ({"m.yaml": GOOD.encode(), "d.csv": b"x,y\n" + b"1,2\n" * 300_000}, "d.csv: 1,200,004 bytes")]:
+        with pytest.raises(ModelFileError) as err:
+            read_model_upload(bad)
+        assert where in str(err.value) and "\n" not in str(err.value), str(err.value)
+    with pytest.raises(ModelFileError, match="took longer than 0.001 s"):
+        read_model_upload({"n.yaml": GOOD.replace("b^2/2", "b^2/3").encode(), "d.csv": b"x,y\n0,1\n"}, limit_s=0.001)

@@ -11,8 +11,11 @@ from urllib.parse import urlencode
 
 from samplers.registry import REGISTRY, get_spec, sampler_names
 from samplers.sampler import SamplerError, coerce_params
-from samplers.targets.potential import Potential
+from samplers.targets.potential import Potential, PotentialError
 from samplers.targets.presets import get_potential, preset_names
+
+from .modelupload import PREFIX as UPLOAD_PREFIX
+from .modelupload import load_uploaded
 
 TYPED = "expr:"          # prefix of a typed potential, as the library spells it
 MAX_RECIPE_DIM = 2       # sympy recipes of 100-d targets take minutes to build: edit D/Q only up to here
@@ -34,6 +37,11 @@ def load_potential(spec: str) -> Potential:
     normalises it on a grid, ~0.1 s, and the same text comes back as people type and undo).
     Raises PotentialError."""
     spec = spec.strip()
+    if spec.startswith(UPLOAD_PREFIX):
+        pot = load_uploaded(spec)
+        if pot is None:
+            raise PotentialError(f"the uploaded model '{spec}' is not on this server any more: upload it again")
+        return pot
     if not spec.startswith(TYPED):
         return get_potential(spec)
     key = spec[len(TYPED):].strip()
@@ -57,7 +65,7 @@ def sampler_label(name: str) -> str:
 
 
 def known_potential(spec: str) -> bool:
-    return spec.startswith(TYPED) or spec in potential_names()
+    return spec.startswith(TYPED) or spec in potential_names() or load_uploaded(spec) is not None
 
 
 def default_params(sampler: str) -> dict:
