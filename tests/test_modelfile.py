@@ -293,3 +293,23 @@ def test_an_uploaded_model_builds_in_the_sandbox_and_opens_in_the_lab():
         assert where in str(err.value) and "\n" not in str(err.value), str(err.value)
     with pytest.raises(ModelFileError, match="took longer than 0.001 s"):
         read_model_upload({"n.yaml": GOOD.replace("b^2/2", "b^2/3").encode(), "d.csv": b"x,y\n0,1\n"}, limit_s=0.001)
+
+
+def test_the_target_picker_takes_an_upload():
+    """The view's upload (no browser: the runner works in place without a server): a good pair of files becomes
+    the target, listed as uploaded; a bad one shows its one line, escaped, and leaves the target alone."""
+    from app.model.config import LabConfig
+    from app.model.lab import Lab
+    from app.views.controls import PotentialPicker
+    lab = Lab(LabConfig(potential="banana", sampler="sgld", chains=20))
+    picker = PotentialPicker(lab)
+    picker.upload.filename = ["m.yaml", "d.csv"]
+    picker.upload.value = [GOOD.replace("-(y", "<b>(y").encode(), b"x,y\n0,1\n"]
+    assert lab.config.potential == "banana"
+    status = picker.upload_status.object
+    assert "&#x27;&lt;&#x27;" in status and "m.yaml: line 3, column 9" in status, status
+    csv = "x,y\n" + "".join(f"{v},{2 * v + 1}\n" for v in np.linspace(-1, 1, 20))
+    picker.upload.filename = ["m.yaml", "d.csv"]
+    picker.upload.value = [GOOD.encode(), csv.encode()]
+    assert lab.config.potential.startswith("model:upload:"), picker.upload_status.object
+    assert picker.select.value == lab.config.potential and "uploaded: m.yaml" in picker.select.options
