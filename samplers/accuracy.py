@@ -12,18 +12,20 @@ from samplers import diagnostics as dg
 from samplers.targets.potential import Potential, PotentialError
 
 
-def edges_for(potential: Potential, bins: int | None = None):
+def edges_for(potential: Potential, bins: int | tuple | None = None):
+    """Histogram edges on the box: `bins` per axis (a pair gives each of two axes its own)."""
     if potential.dim == 1:
         lo, hi = potential.box[0]
         return np.linspace(lo, hi, (bins or 100) + 1)
-    return tuple(np.linspace(lo, hi, (bins or 50) + 1) for lo, hi in potential.box[:2])
+    per_axis = bins if isinstance(bins, tuple) else (bins or 50,) * 2
+    return tuple(np.linspace(lo, hi, n + 1) for (lo, hi), n in zip(potential.box[:2], per_axis))
 
 
 def exact_masses(potential: Potential, edges):
     return potential.bin_masses(edges)
 
 
-def score(potential: Potential, theta: np.ndarray, bins: int | None = None) -> dict:
+def score(potential: Potential, theta: np.ndarray, bins: int | tuple | None = None) -> dict:
     """KL and TV of the (joint, for dim <= 2) histogram, and per-coordinate KS distances.
 
     theta: (..., dim) samples; higher-dimensional targets are scored on their exact marginals.

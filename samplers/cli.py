@@ -87,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("file")
     d.add_argument("--box", type=_parse_box, default=None, metavar="LO,HI[,LO,HI]",
                    help="score on this box instead of the one the file was sampled on; " + BOX_HELP)
+    d.add_argument("--bins", type=_parse_bins, default=None, metavar="N[,M]",
+                   help="histogram bins of KL and TV, per coordinate (default 100 in 1-d, 50,50 in 2-d)")
+    d.add_argument("--run", choices=("a", "b"), default="a",
+                   help="which run of a lab export comparing two (theta and meta, or theta_b and meta_b)")
     c = sub.add_parser("check", help="a design file's Gamma, SDE, update, D and Q verdicts and stationarity residual")
     c.add_argument("recipe", metavar="FILE.yaml", help="a design file (docs/recipes.md) or a shipped design's name")
     c.add_argument("--potential", required=True, help="a preset name or expr:<U(x) or U(x, y)>")
@@ -110,6 +114,17 @@ def _parse_box(text: str) -> tuple:
         return parse_box(text)
     except PotentialError as err:
         raise argparse.ArgumentTypeError(str(err).replace("a box is", "--box takes")) from None
+
+
+def _parse_bins(text: str) -> tuple:
+    try:
+        values = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        values = ()
+    if len(values) not in (1, 2) or not all(1 <= v <= 1000 for v in values):
+        raise argparse.ArgumentTypeError(f"--bins takes one or two whole numbers from 1 to 1000, e.g. 30,40; "
+                                         f"got '{text}'")
+    return values
 
 
 def _parse_sets(items) -> dict:
@@ -295,20 +310,25 @@ def _npy_header(zf: zipfile.ZipFile, name: str):
     return info, tuple(shape), dtype
 
 
-def read_samples(path) -> tuple[np.ndarray, dict]:
-    """theta and meta of a file written by `sample`, checked before anything large is read; UsageError
-    (one line, in the file's terms) for anything else."""
+def read_samples(path, run: str = "a") -> tuple[np.ndarray, dict]:
+    """theta and meta of a file written by `sample` or exported by the lab (run "b": theta_b and meta_b of a lab
+    export comparing two), checked before anything large is read; UsageError (one line, in the file's terms) for
+    anything else."""
+    suffix = "" if run == "a" else "_" + run
+    t_name, m_name = f"theta{suffix}.npy", f"meta{suffix}.npy"
     try:
         zf = zipfile.ZipFile(path)
     except DAMAGED as err:
         raise UsageError(f"{plain(path)} is not a samples file written by 'sample' ({plain(err)})") from None
     with zf:
         names = set(zf.namelist())
-        if not {"theta.npy", "meta.npy"} <= names:
-            raise UsageError(f"{plain(path)} holds no theta and meta arrays: not written by 'sample'")
+        if not {t_name, m_name} <= names:
+            if suffix and {"theta.npy", "meta.npy"} <= names:
+                raise UsageError(f"{plain(path)} holds one run: no theta{suffix} and meta{suffix} arrays")
+            raise UsageError(f"{plain(path)} holds no theta and meta arrays: not written by 'sample' or the lab")
         try:
-            info, shape, dtype = _npy_header(zf, "theta.npy")
-            minfo, mshape, mdtype = _npy_header(zf, "meta.npy")
+            info, shape, dtype = _npy_header(zf, t_name)
+            minfo, mshape, mdtype = _npy_header(zf, m_name)
         except DAMAGED as err:
             raise UsageError(f"{plain(path)}: unreadable array header ({plain(err)})") from None
         if dtype.kind != "f" or dtype.fields is not None or len(shape) != 3:
@@ -321,9 +341,9 @@ def read_samples(path) -> tuple[np.ndarray, dict]:
         if mdtype.kind != "U" or mshape != () or minfo.file_size > MAX_META_BYTES:
             raise UsageError("meta must be one JSON string")
         try:
-            with zf.open("theta.npy") as f:
+            with zf.open(t_name) as f:
                 theta = np.lib.format.read_array(f, allow_pickle=False)
-            with zf.open("meta.npy") as f:
+            with zf.open(m_name) as f:
                 meta = json.loads(str(np.lib.format.read_array(f, allow_pickle=False)))
         except DAMAGED as err:
             raise UsageError(f"{plain(path)} is damaged ({plain(err)})") from None
@@ -337,7 +357,7 @@ def read_samples(path) -> tuple[np.ndarray, dict]:
 
 
 def cmd_diagnose(args, out):
-    theta, meta = read_samples(args.file)
+    theta, meta = read_samples(args.file, args.run)
     pot = get_potential(meta["potential"], box=args.box or _file_box(meta))
     beta = (meta.get("params") or {}).get("beta", 1.0) if isinstance(meta.get("params"), dict) else 1.0
     try:
@@ -352,7 +372,9 @@ def cmd_diagnose(args, out):
     with np.errstate(all="ignore"), warnings.catch_warnings():
         # finite but extreme samples (1e300) overflow in the statistics: nan on stdout, not warnings on stderr
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = score(pot, theta)
+        if args.bins is not None and pot.dim > 2:
+            raise UsageError("--bins sets the histogram of a target of one or two dimensions")
+        res = score(pot, theta, _bins_for(args.bins, pot.dim))
         ess = dg.ess_per_dim(theta) if theta.shape[0] >= 4 else np.full(pot.dim, np.nan)
         smallest = np.nanmin(ess)
         escaped = _escaped_in_file(pot, theta, meta.get("diverged", 0))
@@ -386,6 +408,15 @@ def _reference_scores(pot, theta, out):
     for i in range(pot.dim):
         print(f"  θ_{i + 1:<3d} KS {res['ks'][i]:.4f} ± {res['ks_err'][i]:.4f} ({res['ks_noise'][i]:.4f})   "
               f"W1 {res['w1'][i]:.4g} ± {res['w1_err'][i]:.2g} ({res['w1_noise'][i]:.2g})", file=out)
+
+
+def _bins_for(bins, dim: int):
+    """--bins as score takes it: one number, or a pair for a 2-d target (one number means that many per axis)."""
+    if bins is None:
+        return None
+    if len(bins) != min(dim, 2) and not (len(bins) == 1 and dim == 2):
+        raise UsageError(f"--bins takes {dim} number{'s' if dim > 1 else ''} for this {dim}-d target, got {len(bins)}")
+    return bins[0] if len(bins) == 1 else bins
 
 
 def _escaped_in_file(pot, theta, diverged) -> str:

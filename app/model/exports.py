@@ -66,10 +66,41 @@ def samples_csv(runs: list[LiveRun]) -> io.StringIO:
     return write_csv(csv_tables(runs))
 
 
+def run_meta(run: LiveRun, chains: int) -> dict:
+    """What `python -m samplers sample` writes as meta, for a live run: diagnose rebuilds the target from it."""
+    s, pot = run.sampler, run.sampler.potential
+    oracle = s.oracle
+    meta = dict(sampler=s.name, potential=pot.name, params=s.params, gradient=oracle.describe(),
+                batch=getattr(oracle, "batch", None), grad_noise=getattr(oracle, "V", None), chains=int(chains),
+                diverged=int(run.n_diverged), steps=int(run.t), burn=int(run.burn), thin=int(run.thin), source="lab")
+    if pot.dim <= 2:
+        meta["box"] = [list(map(float, b)) for b in pot.box[:pot.dim]]
+    return meta
+
+
+def diagnose_arrays(run: LiveRun, suffix: str = "") -> dict:
+    """theta (kept, chains, dim) of the chains alive now and meta (JSON), the format `sample` writes and `diagnose`
+    reads (`theta_b`, `meta_b` for the second run: `diagnose FILE --run b`)."""
+    steps, states, alive = kept(run)
+    live = alive[-1]
+    theta = run.theta_of(states.reshape(-1, states.shape[2])).reshape(states.shape[:2] + (-1,))[:, live]
+    meta = json.dumps(run_meta(run, int(live.sum())), sort_keys=True, default=_jsonable)
+    return {"theta" + suffix: np.ascontiguousarray(theta, float), "meta" + suffix: np.array(meta)}
+
+
+def _jsonable(v):
+    if hasattr(v, "tolist"):
+        return v.tolist()
+    return v.item() if hasattr(v, "item") else str(v)
+
+
 def npz_arrays(runs: list[LiveRun], config: dict) -> dict:
-    """Per run (prefix a_, b_): the kept states z (steps, chains, n), theta, alive and steps, the column names,
-    histogram counts and edges; config as JSON."""
+    """theta and meta of run A as `python -m samplers sample` writes them (and theta_b, meta_b of run B), so
+    `python -m samplers diagnose` reads the file; then per run (prefix a_, b_): the kept states z (steps, chains,
+    n), theta, alive and steps, the column names, histogram counts and edges; config as JSON."""
     arrays = {"config": np.array(json.dumps(config, default=str))}
+    for run, suffix in zip(runs, ("", "_b")):
+        arrays |= diagnose_arrays(run, suffix)
     for run in runs:
         p = run.label.lower() + "_"
         steps, states, alive = kept(run)

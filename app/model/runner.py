@@ -50,6 +50,7 @@ USER_ERRORS = (InputError, ArithmeticError, np.linalg.LinAlgError)
 LIMIT_S = {
     "typed build": 4.0,     # a build from text typed for sympy (D, Q, U, a design): in a sandbox, killed
     "model build": 60.0,    # a Models page's model (its data, its samplers): library code on a thread, dropped
+    "model upload": 20.0,   # a model file and its CSV (derived by sympy, normalised on a grid): in a sandbox, killed
     "ladder": 120.0,        # the step-size ladder: in a sandbox, killed
 }
 

@@ -9,6 +9,7 @@ applied to several settings at once.
 from __future__ import annotations
 
 import html
+from functools import partial
 
 import panel as pn
 import param
@@ -21,6 +22,7 @@ from samplers.targets.presets import parse_box
 from ..model.config import refusal
 from ..model.design import DESIGN
 from ..model.lab import FRAME_BUDGET_S, Lab
+from ..model.modelupload import read_model_upload
 from ..model.presets import (
     TYPED,
     compare_pairs,
@@ -31,6 +33,7 @@ from ..model.presets import (
     samplers,
     validate_params,
 )
+from ..model.runner import Failure
 
 TYPED_OPTION = "type U(x) or U(x, y)…"
 MORE = ("beta", "eps_b", "eps_c")     # ParamFields shows these on request
@@ -102,7 +105,16 @@ class PotentialPicker(Viewer):
                                      sizing_mode="stretch_width", margin=(0, 10),
                                      styles={"font-size": "0.9em", "overflow-x": "auto"})
         self._pending = None
-        self.layout = pn.Column(self.select, self.formula, self.info, sizing_mode="stretch_width")
+        # a model file and its CSV (docs/models.md), built off the loop in the runner's sandbox
+        self.upload = pn.widgets.FileInput(accept=".yaml,.yml,.csv", multiple=True, sizing_mode="stretch_width",
+                                           css_classes=["model-upload"])
+        self.upload.param.watch(self._on_upload, "value")
+        self.upload_status = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["model-upload-status"],
+                                          margin=(0, 10))
+        upload = pn.Column(pn.pane.HTML("<small>or upload a model file and its CSV (docs/models.md)</small>",
+                                        margin=(0, 10)), self.upload, self.upload_status,
+                           sizing_mode="stretch_width")
+        self.layout = pn.Column(self.select, self.formula, self.info, upload, sizing_mode="stretch_width")
         if typed:
             self._typed_field()
         self.select.param.watch(self._on_select, "value")
@@ -145,6 +157,24 @@ class PotentialPicker(Viewer):
                 self.status.object = ""
             self.lab.block("potential", None)
             self.cfg.param.update(potential=event.new, box=None)   # a typed target's box is not a preset's
+
+    def _on_upload(self, event):
+        if not event.new:
+            return
+        names = self.upload.filename or []
+        files = dict(zip(names if isinstance(names, list) else [names],
+                         event.new if isinstance(event.new, list) else [event.new]))
+        self.upload_status.object = "building the model…"
+
+        def done(out):
+            if isinstance(out, Failure):
+                self.upload_status.object = error_html(out.message)
+                return
+            name = next(n for n in files if n.lower().endswith((".yaml", ".yml")))
+            self.upload_status.object = ok_html(f"✓ {name}")
+            self.select.options = {**self.select.options, f"uploaded: {name}": out}
+            self.cfg.potential = out
+        self.lab.runner.run(partial(read_model_upload, files), done, tag="model upload")
 
     def _on_text(self, event):
         # on choosing the option there is no keystroke yet: what the field shows is what applies

@@ -12,10 +12,13 @@ from scipy.special import logsumexp
 
 from samplers.targets.data import logistic, logistic_5d
 from samplers.targets.lda import uci_prefix
+from samplers.targets.modelfile import EXAMPLES, model_file_potential
 from samplers.targets.models import csv_logistic, csv_pmf, digits_logistic, pmf
 from samplers.targets.potential import Array, Potential, PotentialError
 from samplers.targets.simplex import dense_dirichlet, simplex_prefix, sparse_dirichlet
 from samplers.targets.typed import typed_potential
+
+WELLING_TEH = str(EXAMPLES / "welling-teh.yaml")
 
 
 # ----------------------------------------------------------------------------------
@@ -158,6 +161,11 @@ def mixture() -> Potential:
         known_u_min=u_min, known_log_z=0.0, known_marginals=marg, exact_sampler=sample, start=np.zeros(2))
 
 
+def welling_teh() -> Potential:
+    """Welling & Teh's (2011) mixture posterior, §5.1, from the shipped model file and its 100 points."""
+    return model_file_potential(WELLING_TEH, name="welling-teh")
+
+
 PRESETS: dict[str, Callable[..., Potential]] = {
     "gaussian": gaussian,
     "double-well": double_well,
@@ -172,6 +180,7 @@ PRESETS: dict[str, Callable[..., Potential]] = {
     "logistic-5d": logistic_5d,
     "digits-logistic": digits_logistic,
     "pmf": pmf,
+    "welling-teh": welling_teh,
 }
 
 
@@ -183,6 +192,7 @@ PREFIXES: dict[str, Callable[..., Potential]] = {
     "logistic-csv:": csv_logistic,     # a user's file: features..., label
     "pmf-csv:": csv_pmf,               # a user's file: user,item,rating
     "lda-uci:": uci_prefix,            # a user's corpus: a UCI bag-of-words docword file[;K=topics]
+    "model:": model_file_potential,    # a user's model file (docs/models.md): YAML and a CSV
 }
 
 
