@@ -55,6 +55,73 @@ def outside(diff: float, tolerance: float) -> bool | None:
     return None
 
 
+OVER_CHAINS = "twice the difference's standard error over chains"
+
+
+def decides(what: str, tolerance: float, unit: str = "", fmt: str = ".2f", why: str = OVER_CHAINS) -> str:
+    """The interval that decides an `outside(what, tolerance)` verdict, in words."""
+    t = format(tolerance, fmt)
+    return f"{what} above +{t}{unit} holds, below −{t}{unit} does not hold ({why})"
+
+
+def within(gap: float, tolerance: float, margin: float) -> bool | None:
+    """Three-valued "|gap| < margin" (an equivalence): True when even |gap| + tolerance is below the margin,
+    False when |gap| − tolerance is above it, None otherwise."""
+    if abs(gap) + tolerance < margin:
+        return True
+    if abs(gap) - tolerance > margin:
+        return False
+    return None
+
+
+def decides_within(what: str, tolerance: float, margin: float, fmt: str = ".4f") -> str:
+    t, m = format(tolerance, fmt), format(margin, fmt)
+    return f"|{what}| + {t} below {m} holds, |{what}| − {t} above {m} does not hold"
+
+
+# A sampler "matches the target" on a histogram: its KL's excess over the noise floor (the KL exact draws with
+# these chains' effective size would show) against the excess's Monte Carlo sd. Within 2 sd it matches as well as
+# this many samples can tell; beyond 4 sd it fails the conformance suite's rule (tests/conformance); in between
+# more chains would decide.
+MATCH_SD, MISS_SD = 2.0, 4.0
+
+
+def matches(kl: float, floor: float, sd: float) -> bool | None:
+    excess = kl - floor
+    if excess <= MATCH_SD * sd:
+        return True
+    if excess > MISS_SD * sd:
+        return False
+    return None
+
+
+KL_SD = "sd of the KL's noise by resampling whole chains, and of the floor's estimate"
+
+
+def decides_match(floor: float | None = None, sd: float | None = None, what: str = "KL", why: str = KL_SD) -> str:
+    """The interval deciding `matches`, with the numbers of one run or (floor None) in general."""
+    if floor is None:
+        return f"each {what} − its floor at most {MATCH_SD:g} sd holds, above {MISS_SD:g} sd does not hold ({why})"
+    less = f"{what} − floor ({floor:.2g})" if floor else what
+    return (f"{less} at most {MATCH_SD:g} sd = {MATCH_SD * sd:.2g} holds, above {MISS_SD:g} "
+            f"sd = {MISS_SD * sd:.2g} does not hold ({why})")
+
+
+def all_hold(verdicts) -> bool | None:
+    """Three-valued conjunction: False if any is False, True if all are True, else None."""
+    verdicts = list(verdicts)
+    if any(v is False for v in verdicts):
+        return False
+    return True if all(v is True for v in verdicts) else None
+
+
+def mean_se(x) -> tuple[float, float]:
+    """Mean and its standard error over independent runs or chains."""
+    import numpy as np
+    x = np.asarray(x, float)
+    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(len(x)))
+
+
 @dataclass
 class Outcome:
     rows: list[dict]
