@@ -13,10 +13,12 @@ plot three and five runs); a curve is the mean over the runs of each run's own p
   the `lda` package on the whole training set as the exact, non-scalable baseline; perplexity against time on the
   Reuters sample shipped in the `lda` package (its timing counts the samplers' steps, not the scoring).
 
-All samplers here sample one posterior (beta = 0.01 on theta, documents Dir(0.1)); the recipe paper gave SGLD and
-SGHMC a flatter one. `recipe-lda` differentiates the paper's likelihood of pi (Eq. S.29, `form="pi"` of the LDA
-target: the -n_dk. / theta_k. term included); `scir-lda` the gamma form SCIR's exact transition needs. Step sizes
-were tuned by hand on short runs (docs/notes/lda.md).
+`recipe-lda` runs at the paper's settings (Supplement F.2): its priors (beta = 0.0001 on theta and documents
+Dir(0.01) for the Riemannian samplers, 0.01 and Dir(0.1) for SGLD and SGHMC) and its constant steps (gSGRHMC 0.02,
+SGLD 0.01, SGHMC 0.1; SGRLD keeps its decreasing schedule), and differentiates the paper's likelihood of pi (Eq.
+S.29, `form="pi"` of the LDA target: the -n_dk. / theta_k. term included). `scir-lda` samples beta = 0.01,
+Dir(0.1) with the gamma form SCIR's exact transition needs, and states what a grid over SCIR's h gives
+(docs/notes/lda.md).
 """
 from __future__ import annotations
 

@@ -132,7 +132,8 @@ def qnhmc_table1(seed: int = 0, full: bool = False, quick: bool = False) -> Outc
     for method in order:
         r, tr = ours[method]
         c = colors[method]
-        axs[0].plot(it[show], tr["u"][show], color=c, lw=0.8, label=f"{method} (burn-in {r['burn_in']})")
+        axs[0].plot(it[show], tr["u"][show], color=c, lw=0.8,
+                    label=f"{method} (burn-in {r['burn_in']:.0f}, geometric mean over chains)")
         axs[0].axvline(r["burn_in"], color=c, ls=":", lw=1.2)
         axs[1].plot(it[show], tr["proj"][show], color=c, lw=0.5, alpha=0.8, label=method)
         axs[2].plot(np.arange(len(tr["rho"])), tr["rho"], color=c, label=f"{method}: Σρ = {r['sum_rho']:.2f}")
@@ -156,8 +157,8 @@ def qnhmc_table1(seed: int = 0, full: bool = False, quick: bool = False) -> Outc
     axs[2].set_ylabel("autocorrelation of θ·1/√d")
     axs[2].set_title(f"over the last {steps // 2} of {steps} proposals", fontsize=10)
     axs[2].legend(fontsize=8)
-    fig.suptitle(f"N(0, 11ᵀ + 4I), d = 100, ε = {EPS}, L = {L}, one chain per sampler from the same far start, "
-                 f"seed {seed}", fontsize=10)
+    fig.suptitle(f"N(0, 11ᵀ + 4I), d = 100, ε = {EPS}, L = {L}, {chains} chains per sampler (the first drawn) from "
+                 f"one far start, seed {seed}", fontsize=10)
     fig.tight_layout()
 
     h, q = ours["HMC"][0], ours["QNHMC"][0]
