@@ -101,6 +101,45 @@ def kl_noise_floor(potential: Potential, theta: np.ndarray, bins: int | None = N
     return floor
 
 
+def kl_sd(potential, theta: np.ndarray, reps: int = 40, seed: int = 0) -> float:
+    """The sd of the KL's noise, by resampling whole chains (they are independent; within a chain samples are
+    not): a chi-square's sd holds only where every bin expects many effective samples, which slow chains over
+    2500 bins do not give. Its noise part is sum_b (p_b - q_b)^2 / (2 q_b); the resamples' spread of that form about
+    the sample's own histogram estimates it. (Resampling the KL itself adds the linear term sum (p* - p) log(p / q),
+    noise in sparse bins, and made the sd 2.5 times a chi-square's on exact iid draws.) Bins expecting fewer than 5
+    samples are left out: a sample there is bias, not noise."""
+    kept, chains = theta.shape[:2]
+    edges = edges_for(potential)
+    q = exact_masses(potential, edges).ravel()
+    q = np.maximum(np.append(q, max(1.0 - q.sum(), 0.0)), 1e-12)    # as diagnostics.kl_divergence floors it
+    if potential.dim == 1:
+        idx = np.digitize(theta[:, :, 0], edges) - 1
+        n_b = len(edges) - 1
+        inside = (idx >= 0) & (idx < n_b)
+    else:
+        ix, iy = np.digitize(theta[:, :, 0], edges[0]) - 1, np.digitize(theta[:, :, 1], edges[1]) - 1
+        nx, ny = len(edges[0]) - 1, len(edges[1]) - 1
+        inside = (ix >= 0) & (ix < nx) & (iy >= 0) & (iy < ny)
+        idx, n_b = ix * ny + iy, nx * ny
+    cell = np.where(inside, idx, n_b) + (n_b + 1) * np.arange(chains)[None, :]
+    counts = np.bincount(cell.ravel(), minlength=(n_b + 1) * chains).reshape(chains, n_b + 1).astype(float)
+    weights = np.random.default_rng(seed).multinomial(chains, np.full(chains, 1.0 / chains), size=reps)
+    n = kept * chains
+    full = n * q >= 5
+    p_hat = counts.sum(axis=0) / n
+    p = weights @ counts / n
+    noise = ((p[:, full] - p_hat[full]) ** 2 / (2 * q[full])).sum(axis=1)
+    return float(noise.std(ddof=1))
+
+
+def kl_error(potential: Potential, theta: np.ndarray) -> tuple[float, float]:
+    """The KL's noise floor (`kl_noise_floor`) and the sd of KL − floor: the KL noise's (`kl_sd`) and the floor
+    estimate's (relative sd at most sqrt(2 / (chains - 1)), from the between-chain variance) in quadrature."""
+    floor = kl_noise_floor(potential, theta)
+    chains = theta.shape[1]
+    return floor, float(np.hypot(kl_sd(potential, theta), floor * np.sqrt(2.0 / max(chains - 1, 1))))
+
+
 FULL_BIN = 20.0   # expected samples above which a bin's KL term is Var(p)/(2q) to within 5 %
 
 

@@ -373,3 +373,17 @@ def test_fresh_half_kicks_draw_a_gradient_per_half_kick_and_change_nothing_witho
         out[fresh] = (z_new, info.grad_evals)
     assert out[False][1] == 8 and out[True][1] == 14
     np.testing.assert_allclose(out[True][0][:, 0], out[False][0][:, 0], rtol=0, atol=1e-12)
+
+
+def test_qnhmc_fed_simulated_noise_never_learns_b_and_draws_as_hmc():
+    """Why docs/conformance.md's qnhmc rows equal hmc's to every printed digit: the suite feeds every sampler
+    simulated gradient noise (V = 1), QNHMC learns B only from exact or per-proposal minibatch gradients (pairs of
+    two independently noisy gradients are noise), so its B stays B0 I = I and its kernel is HMC's, draw for draw
+    from the same seed. With exact gradients it learns B and its draws differ (the check can fail)."""
+    pot = get_potential("banana")
+    draws = {}
+    for V in (1.0, None):
+        for name in ("hmc", "qnhmc"):
+            draws[(name, V)] = run(build_sampler(name, pot, V, eps=0.1, L=10), 30, 20, seed=3).theta
+    assert np.array_equal(draws[("hmc", 1.0)], draws[("qnhmc", 1.0)])
+    assert not np.allclose(draws[("hmc", None)], draws[("qnhmc", None)])

@@ -67,6 +67,12 @@ def test_qnhmc_logistic_runs_table2_at_the_papers_settings_and_its_verdicts_foll
     [ess] = [c for t, c in claims.items() if t.startswith("QNHMC draws more effective samples per second")]
     assert ess["holds"] in (True, False, None) and ess["decides"]
     assert "DATA SUBSTITUTE for MNIST" in settings["potential"]
+    # tuned rows after the paper's: every sampler's step chosen on one grid by one rule, the rule in the output
+    assert "highest ESS per proposal" in settings["tuned"] and "seed + 1" in settings["tuned"]
+    tuned = [m for m in rows if ", tuned ε = " in m]
+    assert len(tuned) == 3 and list(rows).index(tuned[0]) > list(rows).index("MAP (scipy L-BFGS-B)")
+    at_tuned = [c for t, c in claims.items() if t.startswith("At tuned step sizes, ")]
+    assert len(at_tuned) == 2 and all("each chosen by the ε of the grid" in c["evidence"] for c in at_tuned)
 
 
 def test_qnhmc_pmf_runs_table3_at_the_papers_settings_and_its_verdicts_follow_its_numbers(tmp_path):
@@ -88,6 +94,9 @@ def test_qnhmc_pmf_runs_table3_at_the_papers_settings_and_its_verdicts_follow_it
     gap = float(qn["test_rmse"]) - float(hmc["test_rmse"])
     [tol_r] = _numbers(r"\|gap\| \+ ([\d.]+) below", same["decides"])
     assert same["holds"] == (True if abs(gap) + tol_r < 0.005 else False if abs(gap) - tol_r > 0.005 else None)
+    assert "lowest held-out RMSE" in settings["tuned"]
+    assert sum(", tuned ε = " in m for m in rows) == 2
+    assert sum(t.startswith("At tuned step sizes, ") for t in claims) == 2
 
 
 def test_every_reproduction_is_listed_and_checked():
@@ -119,9 +128,15 @@ def test_a_verdict_is_a_boolean_or_undecided_with_what_would_decide_it():
 
     import numpy as np
 
-    from samplers.reproduce.base import Claim, outside
+    from samplers.reproduce.base import Claim, all_hold, decides, matches, outside, within
     assert json.loads(json.dumps(Claim("c", np.float64(2) > 1, "e").__dict__))["holds"] is True
     assert [outside(d, 1.0) for d in (1.5, -1.5, 0.5, -0.5)] == [True, False, None, None]
+    assert [within(g, 0.1, 0.5) for g in (0.3, -0.3, 0.7, -0.7, 0.45)] == [True, True, False, False, None]
+    # matches: excess over the floor, +- 2 sd, against the margin
+    assert [matches(v, 1.0, 0.1, 0.5) for v in (1.2, 1.9, 1.5)] == [True, False, None]
+    assert [all_hold(v) for v in ([True, True], [True, None], [None, False], [])] == [True, None, False, True]
+    assert decides("a − b", 0.25) == ("a − b above +0.25 holds, below −0.25 does not hold (twice the difference's "
+                                      "standard error over chains)")
     with pytest.raises(ValueError):
         Claim("c", None, "e")
     assert Claim("c", None, "e", decides="|diff| > 1").holds is None
@@ -137,5 +152,5 @@ def test_chen_fig1_noisy_hmc_without_mh_is_as_the_authors_code_draws_it():
     (their code, rerun; the exact 0.8327). One shared draw per full kick gives about 0.97 and fails this.
     At the quick size E[θ²] varies by 0.0034 (sd over seeds 0-5: 0.889 to 0.898), so 0.03 is nine of those."""
     from samplers.reproduce.chen import _job
-    _, row, _, _ = _job(("sg-hmc-nomh", 0, 1000, 2000, 500, 5))
+    _, row, *_ = _job(("sg-hmc-nomh", 0, 1000, 2000, 500, 5))
     assert abs(row["E_theta2"] - 0.893) < 0.03, row

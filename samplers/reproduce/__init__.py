@@ -1,8 +1,9 @@
 """Reproductions of the sources' synthetic experiments: `python -m samplers reproduce NAME`.
 
 Each reproduction returns an `Outcome`: rows of numbers (written as CSV), a matplotlib
-figure (PNG and SVG), and the paper's claims each marked as holding or not with the
-number that decides it (JSON, read by the docs and the app's Paper figures page).
+figure (PNG and SVG), and the paper's claims each marked as holding, not holding or not decidable here, on
+the run's Monte Carlo error, with the numbers and the interval that would decide it (JSON, read by the docs and
+the app's Paper figures page; `base.outside`, `within`, `matches` and `decides` make every verdict).
 """
 from __future__ import annotations
 

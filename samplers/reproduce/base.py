@@ -55,6 +55,70 @@ def outside(diff: float, tolerance: float) -> bool | None:
     return None
 
 
+OVER_CHAINS = "twice the difference's standard error over chains"
+
+
+def decides(what: str, tolerance: float, unit: str = "", fmt: str = ".2f", why: str = OVER_CHAINS) -> str:
+    """The interval that decides an `outside(what, tolerance)` verdict, in words."""
+    t = format(tolerance, fmt)
+    return f"{what} above +{t}{unit} holds, below −{t}{unit} does not hold ({why})"
+
+
+def within(gap: float, tolerance: float, margin: float) -> bool | None:
+    """Three-valued "|gap| < margin" (an equivalence): True when even |gap| + tolerance is below the margin,
+    False when |gap| − tolerance is above it, None otherwise."""
+    if abs(gap) + tolerance < margin:
+        return True
+    if abs(gap) - tolerance > margin:
+        return False
+    return None
+
+
+def decides_within(what: str, tolerance: float, margin: float, fmt: str = ".4f") -> str:
+    t, m = format(tolerance, fmt), format(margin, fmt)
+    return f"|{what}| + {t} below {m} holds, |{what}| − {t} above {m} does not hold"
+
+
+# "Matches the target" is an equivalence and needs a margin: no sampler at a finite step matches exactly, and with
+# enough samples any discretisation bias shows. The margin is the figure's own contrast: a tenth (one decade on
+# its log axis) of the error of the sampler the figure sets against it (the naive one). The verdict is on the
+# excess over the noise floor (what exact draws of this size would show) with twice its Monte Carlo sd.
+MARGIN_SHARE = 0.1
+KL_SD = "sd of the KL's noise by resampling whole chains, and of the floor's estimate"
+
+
+def matches(value: float, floor: float, sd: float, margin: float) -> bool | None:
+    """Three-valued "value − floor below margin": True when even excess + 2 sd is, False when excess − 2 sd is
+    above it, None otherwise."""
+    excess = value - floor
+    if excess + 2 * sd <= margin:
+        return True
+    if excess - 2 * sd > margin:
+        return False
+    return None
+
+
+def decides_match(margin: float, what: str = "KL − floor", why: str = KL_SD,
+                  against: str = "the naive sampler's") -> str:
+    return (f"{what} + 2 sd at most {margin:.2g} holds, {what} − 2 sd above it does not hold ({margin:.2g}: a tenth of "
+            f"{against} excess, the figure's contrast; {why})")
+
+
+def all_hold(verdicts) -> bool | None:
+    """Three-valued conjunction: False if any is False, True if all are True, else None."""
+    verdicts = list(verdicts)
+    if any(v is False for v in verdicts):
+        return False
+    return True if all(v is True for v in verdicts) else None
+
+
+def mean_se(x) -> tuple[float, float]:
+    """Mean and its standard error over independent runs or chains."""
+    import numpy as np
+    x = np.asarray(x, float)
+    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(len(x)))
+
+
 @dataclass
 class Outcome:
     rows: list[dict]

@@ -23,7 +23,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from samplers.reproduce.base import SGHMC, Claim, Outcome, Progress, parallel_map, reproduction
+from samplers.reproduce.base import (
+    MARGIN_SHARE,
+    SGHMC,
+    Claim,
+    Outcome,
+    Progress,
+    all_hold,
+    decides,
+    decides_match,
+    matches,
+    outside,
+    parallel_map,
+    reproduction,
+)
 
 V = 4.0          # gradient-noise variance
 EPS = 0.1
@@ -51,7 +64,7 @@ def exact_second_moment() -> float:
 
 
 def _job(job):
-    from samplers.accuracy import edges_for, score
+    from samplers.accuracy import edges_for, kl_error, score
     from samplers.registry import build_sampler
     from samplers.run import run
     from samplers.targets.presets import get_potential
@@ -76,7 +89,11 @@ def _job(job):
                E_theta2=float(np.mean(theta ** 2)), kl=sc["kl"], ks=sc["ks"],
                outside_box=float(np.mean(np.abs(theta) > 3.0)), acceptance=acc,
                samples=int(theta.size), diverged=res.diverged)
-    return key, row, hist, edges
+    # the Monte Carlo error the verdicts are decided on: the KL's noise floor and sd, and E[θ²]'s standard error
+    # from the spread of the (independent) chains' own means
+    floor, sd = kl_error(pot, res.theta)
+    err = dict(floor=floor, sd=sd, se_theta2=float((theta ** 2).mean(0).std(ddof=1) / np.sqrt(theta.shape[1])))
+    return key, row, hist, edges, err
 
 
 @reproduction("chen-fig1", "Chen, Fox & Guestrin 2014 Fig. 1: naive SGHMC vs SGHMC on θ⁴ − 2θ²",
@@ -89,8 +106,9 @@ def chen_fig1(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome
                                  else (4000, 10000, 1000, 10))
     jobs = [(k, seed, chains, steps, burn, thin) for k in VARIANTS]
     results = parallel_map(_job, jobs, Progress("chen-fig1", len(jobs)))
-    rows = [r for _, r, _, _ in results]
-    by = {k: r for k, r, _, _ in results}
+    rows = [r for _, r, _, _, _ in results]
+    by = {k: r for k, r, _, _, _ in results}
+    err = {k: e for k, _, _, _, e in results}
     truth = exact_second_moment()
     for r in rows:
         r["exact_E_theta2"] = truth
@@ -103,7 +121,7 @@ def chen_fig1(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome
     ax.plot(xs, pot.density_xy(xs), "k", lw=2.2, label="true distribution")
     styles = {"hmc-mh": ("tab:blue", "-"), "hmc-nomh": ("tab:cyan", "--"), "sg-hmc-mh": ("tab:green", "-"),
               "sg-hmc-nomh": ("tab:red", "--"), "sghmc-naive": ("tab:orange", ":"), "sghmc": ("tab:purple", "-.")}
-    for (key, _, hist, edges) in results:
+    for (key, _, hist, edges, _) in results:
         centres = 0.5 * (edges[1:] + edges[:-1])
         color, ls = styles[key]
         ax.plot(centres, hist, color=color, ls=ls, lw=1.4, label=VARIANTS[key][0])
@@ -113,7 +131,7 @@ def chen_fig1(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome
     ax.set_ylim(0, 0.8)
     ax.legend(fontsize=7.5, loc="upper center", frameon=False)
     ax.set_title("all samplers against the true density\n(Chen et al. Fig. 1)", fontsize=10)
-    for i, (key, r, hist, edges) in enumerate(results):
+    for i, (key, r, hist, edges, _) in enumerate(results):
         a = fig.add_subplot(grid[i // 3, 1 + i % 3])
         centres = 0.5 * (edges[1:] + edges[:-1])
         a.bar(centres, hist, width=edges[1] - edges[0], color=styles[key][0], alpha=0.45)
@@ -131,21 +149,40 @@ def chen_fig1(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome
 
     naive, corr, mh, nomh = by["sghmc-naive"], by["sghmc"], by["sg-hmc-mh"], by["sg-hmc-nomh"]
     fmt = "E[θ²] {E_theta2:.4f}, KL {kl:.2g}".format
+
+    # "matches": KL − floor below a tenth of naive SGHMC's (MARGIN_SHARE), decided with twice its sd
+    margin = MARGIN_SHARE * (naive["kl"] - err["sghmc-naive"]["floor"])
+
+    def match(key):
+        return matches(by[key]["kl"], err[key]["floor"], err[key]["sd"], margin)
+
+    def kl_of(key):
+        return (f"KL {by[key]['kl']:.2g} against its noise floor {err[key]['floor']:.2g} (sd "
+                f"{err[key]['sd']:.2g})")
+    wide = naive["E_theta2"] - truth
+    tol_wide = 2 * err["sghmc-naive"]["se_theta2"]
+    against = "naive SGHMC's"
     claims = [
         Claim("naive SGHMC (no friction, no MH) does not sample the target: its histogram is too wide",
-              naive["E_theta2"] > truth + 0.05 and naive["kl"] > max(0.02, 10 * corr["kl"]),
-              f"sghmc-naive {fmt(**naive)} vs exact E[θ²] {truth:.4f} and SGHMC's KL {corr['kl']:.2g}; "
-              f"leapfrog form (noisy HMC without MH): {fmt(**nomh)}"),
+              outside(wide, tol_wide),
+              f"sghmc-naive {fmt(**naive)} vs exact E[θ²] {truth:.4f} (standard error {tol_wide / 2:.2g} over its "
+              f"{chains} chains); {kl_of('sghmc-naive')}; SGHMC's KL {corr['kl']:.2g}; leapfrog form "
+              f"(noisy HMC without MH): {fmt(**nomh)}",
+              decides=decides("E[θ²] − exact", tol_wide, fmt=".3g", why="twice its standard error over chains")),
         Claim("SGHMC with friction C = 3 matches the target",
-              corr["kl"] < 0.01 and abs(corr["E_theta2"] - truth) < 0.03,
-              f"sghmc {fmt(**corr)} (exact E[θ²] {truth:.4f})"),
+              match("sghmc"),
+              f"sghmc {fmt(**corr)} (exact E[θ²] {truth:.4f}); {kl_of('sghmc')}",
+              decides=decides_match(margin, against=against)),
         Claim("HMC with noisy gradients is repaired by the MH step on the exact energy (at a lower acceptance)",
-              mh["kl"] < 0.01 and abs(mh["E_theta2"] - truth) < 0.03 and nomh["kl"] > 10 * mh["kl"],
-              f"with MH {fmt(**mh)}, acceptance {mh['acceptance']:.3f}; without MH {fmt(**nomh)}"),
+              all_hold([match("sg-hmc-mh"), {True: False, False: True, None: None}[match("sg-hmc-nomh")]]),
+              f"with MH {fmt(**mh)}, acceptance {mh['acceptance']:.3f}, {kl_of('sg-hmc-mh')}; without MH "
+              f"{fmt(**nomh)}, {kl_of('sg-hmc-nomh')}",
+              decides="with MH: " + decides_match(margin, against=against) + "; without MH the reverse"),
         Claim("HMC with exact gradients matches the target with or without the MH step at ε = 0.1",
-              by["hmc-mh"]["kl"] < 0.01 and by["hmc-nomh"]["kl"] < 0.01,
-              f"with MH {fmt(**by['hmc-mh'])}, acceptance {by['hmc-mh']['acceptance']:.3f}; "
-              f"without MH {fmt(**by['hmc-nomh'])}"),
+              all_hold([match("hmc-mh"), match("hmc-nomh")]),
+              f"with MH {fmt(**by['hmc-mh'])}, acceptance {by['hmc-mh']['acceptance']:.3f}, {kl_of('hmc-mh')}; "
+              f"without MH {fmt(**by['hmc-nomh'])}, {kl_of('hmc-nomh')}",
+              decides="each: " + decides_match(margin, against=against)),
     ]
     settings = dict(potential="double-well (U = θ⁴ − 2θ²)", V=V, eps=EPS, L=L, C=C, Bhat=V, chains=chains,
                     gradient_evaluations=steps, burn=burn, thin=thin, seed=seed,

@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from samplers.reproduce.base import SCIR, Claim, Outcome, Progress, outside, parallel_map, reproduction
+from samplers.reproduce.base import SCIR, Claim, Outcome, Progress, decides, outside, parallel_map, reproduction
 
 SAMPLERS = {"scir": ("SCIR", "h"), "sgrld-simplex": ("SGRLD", "eps")}
 COLORS = {"scir": "tab:red", "sgrld-simplex": "tab:blue"}
@@ -168,8 +168,7 @@ def scir_dpmixture(seed: int = 0, full: bool = False, quick: bool = False) -> Ou
               f"{absent['sgrld-simplex']:.4f}, truth {truth_absent:.4f} (SGRLD's boundary bias, Proposition 1.1); "
               f"{sc['seconds'][-1] / p['iterations'] * 1e3:.1f} and {sg['seconds'][-1] / p['iterations'] * 1e3:.1f} "
               f"ms per step",
-              decides=f"SCIR − SGRLD above +{tol_lp:.4f} holds, below −{tol_lp:.4f} does not hold (twice the "
-                      f"difference's standard error over chains)"),
+              decides=decides("SCIR − SGRLD", tol_lp, fmt=".4f")),
         Claim("SGRLD occupies more components than SCIR",
               outside(occ["sgrld-simplex"] - occ["scir"], tol_occ),
               f"components holding more than 1% of the weight at {t_eq:.1f} s, mean over chains ± standard error: "
@@ -178,8 +177,7 @@ def scir_dpmixture(seed: int = 0, full: bool = False, quick: bool = False) -> Ou
               f"'proposes many more clusters than were required', and puts it down to the boundary bias of "
               f"Proposition 1.1 inflating its inferred DP alpha; alpha is fixed here, and the weights' sticks have "
               f"shapes >= 1, so the bias has no sparse coordinate to act on among the weights)",
-              decides=f"SGRLD − SCIR above +{tol_occ:.2f} components holds, below −{tol_occ:.2f} does not hold "
-                      f"(twice the difference's standard error over chains)")]
+              decides=decides("SGRLD − SCIR", tol_occ, " components"))]
     settings = dict(size=p["size"], **{k: v for k, v in sz.items()}, base=data.base, dp_alpha=data.dp_alpha,
                     chains=p["chains"], batch=p["batch"], iterations=p["iterations"], score_every=p["every"],
                     grid=p["grid"], tuning="best mean held-out log predictive over the second half of the run",

@@ -25,7 +25,22 @@ from __future__ import annotations
 
 import numpy as np
 
-from samplers.reproduce.base import SCIR, Claim, Outcome, Progress, parallel_map, reproduction
+from samplers.reproduce.base import (
+    MARGIN_SHARE,
+    SCIR,
+    Claim,
+    Outcome,
+    Progress,
+    all_hold,
+    decides,
+    decides_match,
+    matches,
+    mean_se,
+    outside,
+    parallel_map,
+    reproduction,
+    within,
+)
 
 POSTERIORS = ["sparse-dirichlet", "dense-dirichlet"]
 SAMPLERS = {"scir": ("SCIR", "h"), "sgrld-simplex": ("SGRLD", "eps")}
@@ -44,7 +59,10 @@ def grids(full: bool, quick: bool) -> dict:
 
 
 def _run_job(job):
-    """One (posterior, sampler, batch, step) cell: KS per repeat, ω₅ of the first repeat, mean ω."""
+    """One (posterior, sampler, batch, step) cell: KS per repeat, the share of each repeat's ω₅ below its exact
+    median, ω₅ of the first repeat, mean ω."""
+    from scipy import stats
+
     from samplers.registry import build_sampler
     from samplers.run import run
     from samplers.targets.presets import get_potential
@@ -58,16 +76,24 @@ def _run_job(job):
         ks = np.full(repeats, np.inf)
     else:
         ks = np.array([dirichlet_ks(omega[:, r], pot.shape).mean() for r in range(repeats)])
-    return dict(ks=ks, sample=omega[:, 0, :, COMPONENT].ravel().copy(), mean=omega.mean(axis=(0, 1, 2)))
+    a = pot.shape
+    med = stats.beta(a[COMPONENT], a.sum() - a[COMPONENT]).median()
+    below = (omega[..., COMPONENT] < med).mean(axis=(0, 2))
+    return dict(ks=ks, below=below, sample=omega[:, 0, :, COMPONENT].ravel().copy(), mean=omega.mean(axis=(0, 1, 2)))
 
 
 def _exact_ks(potential, repeats, chains, seed):
+    from scipy import stats
+
     from samplers.targets.presets import get_potential
     from samplers.targets.simplex import dirichlet_ks
     pot = get_potential(potential)
     rng = np.random.default_rng(10_000 + seed)
     draws = [pot.exact_sampler(ITERATIONS * chains, rng) for _ in range(repeats)]
-    return np.array([dirichlet_ks(w, pot.shape).mean() for w in draws]), draws[0]
+    a = pot.shape
+    med = stats.beta(a[COMPONENT], a.sum() - a[COMPONENT]).median()
+    below = np.array([(w[:, COMPONENT] < med).mean() for w in draws])
+    return np.array([dirichlet_ks(w, pot.shape).mean() for w in draws]), draws[0], below
 
 
 def _tune(potentials, batches, grid, repeats, chains, seed, label):
@@ -98,7 +124,7 @@ def scir_fig1(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome
     pot = get_potential(potential)
     a = pot.shape
     marg = stats.beta(a[COMPONENT], a.sum() - a[COMPONENT])
-    exact_ks, exact_draws = _exact_ks(potential, repeats, chains, seed)
+    exact_ks, exact_draws, exact_below = _exact_ks(potential, repeats, chains, seed)
     samples = {"exact": exact_draws[:, COMPONENT]}
     rows = [dict(method="exact", step="", mean_rosenblatt_ks=float(exact_ks.mean()),
                  ks_omega5=ks_distance(samples["exact"], marg.cdf),
@@ -150,18 +176,31 @@ def scir_fig1(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome
     below = {m: float(np.mean(samples[m] < med)) for m in order}
     for r in rows:
         r["below_exact_median"] = below[r["method"]]
+    # the share of ω₅ below its exact median, run by run: 1/2 under the exact law; its spread over the independent
+    # runs is the Monte Carlo error (autocorrelation within a run included)
+    runs = {"SGRLD": best[(potential, "sgrld-simplex", batch)][1]["below"],
+            "SCIR": best[(potential, "scir", batch)][1]["below"], "exact": exact_below}
+    share = {m: mean_se(v) for m, v in runs.items()}
+    tol_sg = 2 * share["SGRLD"][1]
+    margin = MARGIN_SHARE * abs(share["SGRLD"][0] - 0.5)     # a tenth of SGRLD's departure from 1/2
+    by_run = "; ".join(f"{m} {share[m][0]:.3f} ± {share[m][1]:.3f}" for m in ("SGRLD", "SCIR", "exact"))
     claims = [
         Claim("SGRLD rarely proposes small values of the sparse component: ω₅ is biased upwards",
-              below["SGRLD"] < 0.1 and sg["mean_omega5"] > 1.5 * e["mean_omega5"],
-              f"fraction of ω₅ below the exact median {med:.2e}: SGRLD {below['SGRLD']:.3f}, SCIR {below['SCIR']:.3f}, "
-              f"exact draws {below['exact']:.3f}; median ω₅: SGRLD {sg['median_omega5']:.2e}, exact draws "
+              outside(0.5 - share["SGRLD"][0], tol_sg),
+              f"share of ω₅ below the exact median {med:.2e}, mean over {repeats} runs ± standard error: {by_run} "
+              f"(1/2 under the exact law); median ω₅: SGRLD {sg['median_omega5']:.2e}, exact draws "
               f"{e['median_omega5']:.2e}; mean: SGRLD "
               f"{sg['mean_omega5']:.2e}, exact {e['mean_omega5']:.2e} (every zero-count component: SGRLD's mean "
-              f"{min(zero_bias):.1f}-{max(zero_bias):.1f} × the exact one)"),
+              f"{min(zero_bias):.1f}-{max(zero_bias):.1f} × the exact one)",
+              decides=decides("1/2 − SGRLD's share", tol_sg, fmt=".3f", why=f"twice its standard error over "
+                              f"{repeats} runs")),
         Claim("SCIR handles the small values: its ω₅ sample follows the exact posterior",
-              sc["ks_omega5"] < 0.15 and sc["ks_omega5"] < sg["ks_omega5"] / 3,
-              f"KS of ω₅ from its exact Beta marginal: SCIR {sc['ks_omega5']:.3f}, SGRLD {sg['ks_omega5']:.3f}, "
-              f"{ITERATIONS} exact draws {e['ks_omega5']:.3f}; median ω₅ SCIR {sc['median_omega5']:.2e}"),
+              matches(abs(share["SCIR"][0] - 0.5), 0.0, share["SCIR"][1], margin),
+              f"share of ω₅ below the exact median: {by_run}; KS of ω₅ from its exact Beta marginal: SCIR "
+              f"{sc['ks_omega5']:.3f}, SGRLD {sg['ks_omega5']:.3f}, {ITERATIONS} exact draws {e['ks_omega5']:.3f} (one "
+              f"run's autocorrelated chain against independent draws); median ω₅ SCIR {sc['median_omega5']:.2e}",
+              decides=decides_match(margin, what="|SCIR's share − 1/2|", against="SGRLD's",
+                                    why=f"sd: its standard error over {repeats} runs")),
     ]
     settings = dict(potential=potential, minibatch=batch, iterations=ITERATIONS, burn=BURN, chains_per_run=chains,
                     runs_for_tuning=repeats, grid={SAMPLERS[n][1] + " " + SAMPLERS[n][0]: g for n, g in grid.items()},
@@ -218,25 +257,48 @@ def scir_fig2(seed: int = 0, full: bool = False, quick: bool = False) -> Outcome
                  f"the smallest mean KS over its grid; seed {seed}", fontsize=10)
     fig.tight_layout()
 
-    sp = "sparse-dirichlet"
-    below = [b for b in batches if ks(sp, "scir", b) < ks(sp, "sgrld-simplex", b)]
+    sp, dn = "sparse-dirichlet", "dense-dirichlet"
     big, small = batches[-1], batches[0]
-    e_sp = float(exact[sp].mean())
-    gaps = [ks("dense-dirichlet", "scir", b) - ks("dense-dirichlet", "sgrld-simplex", b) for b in batches]
+
+    def runs(p, name, b):
+        return best[(p, name, b)][1]["ks"]
+
+    def gap(p, b):
+        """SGRLD − SCIR mean KS at minibatch b, and twice its standard error over the runs."""
+        (g, g_se), (c, c_se) = mean_se(runs(p, "sgrld-simplex", b)), mean_se(runs(p, "scir", b))
+        return g - c, 2 * float(np.hypot(g_se, c_se))
+
+    def drop(hi, lo_runs):
+        (x, x_se), (y, y_se) = mean_se(hi), mean_se(lo_runs)
+        return x - y, 2 * float(np.hypot(x_se, y_se))
+    sparse = {b: gap(sp, b) for b in batches}
+    fall, tol_fall = drop(runs(sp, "scir", small), runs(sp, "scir", big))
+    stay, tol_stay = drop(runs(sp, "sgrld-simplex", big), exact[sp])
+    e_sp, e_dn = float(exact[sp].mean()), float(exact[dn].mean())
+    dense = {b: gap(dn, b) for b in batches}
     claims = [
         Claim("On the sparse posterior SCIR's KS distance is below SGRLD's at every minibatch size",
-              len(below) == len(batches),
-              "SCIR / SGRLD mean KS by minibatch size: " + ", ".join(
-                  f"n={b}: {ks(sp, 'scir', b):.3f} / {ks(sp, 'sgrld-simplex', b):.3f}" for b in batches)),
+              all_hold(outside(g, t) for g, t in sparse.values()),
+              f"SGRLD − SCIR mean KS over {repeats} runs, ± twice its standard error, by minibatch size: "
+              + ", ".join(f"n={b}: {g:+.3f} ± {t:.3f}" for b, (g, t) in sparse.items()),
+              decides="SGRLD − SCIR above + twice its standard error at every n holds, below − twice it at any n "
+                      "does not hold"),
         Claim("On the sparse posterior SCIR approaches the exact sampler as the minibatch grows; SGRLD does not",
-              ks(sp, "scir", big) < ks(sp, "scir", small)
-              and ks(sp, "scir", big) - e_sp < 0.25 * (ks(sp, "sgrld-simplex", big) - e_sp),
-              f"SCIR {ks(sp, 'scir', small):.3f} at n={small}, {ks(sp, 'scir', big):.3f} at n={big}; SGRLD "
-              f"{ks(sp, 'sgrld-simplex', small):.3f} → {ks(sp, 'sgrld-simplex', big):.3f}; exact {e_sp:.3f}"),
+              all_hold([outside(fall, tol_fall), outside(stay, tol_stay)]),
+              f"SCIR {ks(sp, 'scir', small):.3f} at n={small}, {ks(sp, 'scir', big):.3f} at n={big} (a fall of "
+              f"{fall:.3f} ± {tol_fall:.3f}); SGRLD {ks(sp, 'sgrld-simplex', small):.3f} → "
+              f"{ks(sp, 'sgrld-simplex', big):.3f}, above the exact sampler's {e_sp:.3f} at n={big} by {stay:.3f} ± "
+              f"{tol_stay:.3f} (± twice the standard error over {repeats} runs)",
+              decides=f"SCIR's fall from n={small} to n={big} above +{tol_fall:.3f} and SGRLD's excess over the exact "
+                      f"sampler at n={big} above +{tol_stay:.3f} holds; either below minus its tolerance does not "
+                      f"hold"),
         Claim("On the dense posterior the two samplers perform similarly",
-              max(abs(g) for g in gaps) < 0.05,
-              "SCIR − SGRLD mean KS by minibatch size: " + ", ".join(f"n={b}: {g:+.3f}" for b, g in zip(batches, gaps))
-              + f"; exact {float(exact['dense-dirichlet'].mean()):.3f}"),
+              all_hold(within(g, t, e_dn) for g, t in dense.values()),
+              "SCIR − SGRLD mean KS by minibatch size, ± twice its standard error: " + ", ".join(
+                  f"n={b}: {-g:+.3f} ± {t:.3f}" for b, (g, t) in dense.items())
+              + f"; similar means within the KS of {ITERATIONS} exact draws, {e_dn:.3f}",
+              decides=f"|gap| + twice its standard error below {e_dn:.3f} at every n holds, |gap| − twice it above "
+                      f"{e_dn:.3f} at any n does not hold"),
     ]
     settings = dict(posteriors=POSTERIORS, minibatches=batches, N=N, iterations=ITERATIONS, burn=BURN,
                     chains_per_run=chains, seeds=repeats,

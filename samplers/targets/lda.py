@@ -449,7 +449,9 @@ REUTERS_BETA, REUTERS_DOC_ALPHA = 0.01, 0.1
 
 
 def synthetic_lda(size: str = "default", seed: int = 0, held_out: int | None = None,
-                  form: str = "gamma") -> LDAPotential:
+                  form: str = "gamma", beta: float = SYNTHETIC_BETA,
+                  doc_alpha: float = SYNTHETIC_DOC_ALPHA) -> LDAPotential:
+    """beta, doc_alpha: the model's priors on the topics' theta and on the documents (not the generating ones)."""
     if size not in SYNTHETIC_SIZES:
         raise PotentialError(f"synthetic LDA sizes: {', '.join(SYNTHETIC_SIZES)}; got '{size}'")
     D, K, W, length, H = SYNTHETIC_SIZES[size]
@@ -457,10 +459,10 @@ def synthetic_lda(size: str = "default", seed: int = 0, held_out: int | None = N
     corpus, pi = synthetic_corpus(D + H, K, W, length, seed)
     train, held = split_heldout(corpus, H, seed)
     return lda_potential(
-        train, held, K, SYNTHETIC_BETA, SYNTHETIC_DOC_ALPHA, f"lda-synthetic-{size}",
+        train, held, K, beta, doc_alpha, f"lda-synthetic-{size}",
         f"LDA on a synthetic corpus drawn from the model: {train.n} training and {held.n} held-out documents, "
         f"K = {K} topics over W = {W} words (true topics ~ Dir(0.05), sparse), mean length {length}; "
-        f"prior beta = {SYNTHETIC_BETA:g}, documents Dir({SYNTHETIC_DOC_ALPHA:g}); d = {K * W}"
+        f"prior beta = {beta:g}, documents Dir({doc_alpha:g}); d = {K * W}"
         + ("; gradient of the likelihood of pi (Eq. S.29)" if form == "pi" else ""),
         truth=pi, seed=seed, form=form)
 

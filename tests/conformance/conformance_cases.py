@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from samplers.accuracy import edges_for, exact_masses, kl_noise_floor, score
+from samplers.accuracy import kl_noise_floor, kl_sd, score
 from samplers.registry import build_sampler
 from samplers.run import run
 from samplers.targets.presets import get_potential
@@ -82,37 +82,6 @@ class Outcome:
     def biased(self) -> bool:
         """The power side: a naive sampler fails the same criterion, or its chains are reported as escaped."""
         return self.kl > self.tol or self.escaped > 0 or self.diverged > 0
-
-
-def kl_sd(potential, theta: np.ndarray, reps: int = 40, seed: int = 0) -> float:
-    """The sd of the KL's noise, by resampling whole chains (they are independent; within a chain samples are
-    not): a chi-square's sd holds only where every bin expects many effective samples, which slow chains over
-    2500 bins do not give. Its noise part is sum_b (p_b - q_b)^2 / (2 q_b); the resamples' spread of that form about
-    the sample's own histogram estimates it. (Resampling the KL itself adds the linear term sum (p* - p) log(p / q),
-    noise in sparse bins, and made the sd 2.5 times a chi-square's on exact iid draws.) Bins expecting fewer than 5
-    samples are left out: a sample there is bias, not noise."""
-    kept, chains = theta.shape[:2]
-    edges = edges_for(potential)
-    q = exact_masses(potential, edges).ravel()
-    q = np.maximum(np.append(q, max(1.0 - q.sum(), 0.0)), 1e-12)    # as diagnostics.kl_divergence floors it
-    if potential.dim == 1:
-        idx = np.digitize(theta[:, :, 0], edges) - 1
-        n_b = len(edges) - 1
-        inside = (idx >= 0) & (idx < n_b)
-    else:
-        ix, iy = np.digitize(theta[:, :, 0], edges[0]) - 1, np.digitize(theta[:, :, 1], edges[1]) - 1
-        nx, ny = len(edges[0]) - 1, len(edges[1]) - 1
-        inside = (ix >= 0) & (ix < nx) & (iy >= 0) & (iy < ny)
-        idx, n_b = ix * ny + iy, nx * ny
-    cell = np.where(inside, idx, n_b) + (n_b + 1) * np.arange(chains)[None, :]
-    counts = np.bincount(cell.ravel(), minlength=(n_b + 1) * chains).reshape(chains, n_b + 1).astype(float)
-    weights = np.random.default_rng(seed).multinomial(chains, np.full(chains, 1.0 / chains), size=reps)
-    n = kept * chains
-    full = n * q >= 5
-    p_hat = counts.sum(axis=0) / n
-    p = weights @ counts / n
-    noise = ((p[:, full] - p_hat[full]) ** 2 / (2 * q[full])).sum(axis=1)
-    return float(noise.std(ddof=1))
 
 
 def tolerance(floor: float, sd: float, chains: int) -> float:
