@@ -424,7 +424,8 @@ class RunControls(Viewer):
             self.settings.typed(self.batch, "batch", batch)
 
     def __panel__(self):
-        return pn.Column(pn.Row(self.play, self.step, self.reset), self.speed, self.limit,
+        # Play, Step and Reset head the plots (LabView's bar): in reach at any width and in presentation mode
+        return pn.Column(self.speed, self.limit,
                          pn.Row(self.chains, self.seed, sizing_mode="stretch_width"),
                          pn.Row(self.V, self.burn, sizing_mode="stretch_width"), self.start, self.noise, self.batch,
                          self.settings.message, sizing_mode="stretch_width")
@@ -444,6 +445,9 @@ class CompareControls(Viewer):
         self.pair = pn.widgets.Select(name="Preset pair", options=options, value="", sizing_mode="stretch_width",
                                       css_classes=["pair-select"])
         pn.bind(self._on_pair, self.pair, watch=True)
+        self._follow_pair()
+        self.cfg.param.watch(self._follow_pair, ["compare", "sampler", "sampler_b", "params", "params_b", "potential",
+                                                 "V", "D", "Q", "naive", "log_view", "batch", "start"])
         # sampler B's picker is a tenth of the page's models: built when comparing first shows it
         self.picker_b = None
         self.body = pn.Column(visible=self.cfg.param.compare, sizing_mode="stretch_width")
@@ -455,17 +459,34 @@ class CompareControls(Viewer):
             self.picker_b = SamplerPicker(self.lab, "B")
             self.body.objects = [self.picker_b]
 
+    def _matches(self, pair) -> bool:
+        cfg = self.cfg
+        return (cfg.compare and (cfg.sampler, cfg.sampler_b) == (pair.a, pair.b)
+                and cfg.params == dict(pair.params) and cfg.params_b == dict(pair.params_b)
+                and pair.potential in (None, cfg.potential) and pair.V in (None, cfg.V)
+                and (cfg.D, cfg.Q, cfg.naive) == (None, None, None)
+                and (cfg.log_view, cfg.batch, cfg.start) == (pair.log_view, pair.batch, pair.start))
+
+    def _follow_pair(self, *_):
+        """The picker names the pair on show, or none once anything of it is changed."""
+        key = next((k for k, p in self.pairs.items() if self._matches(p)), "")
+        if self.pair.value != key:
+            self.pair.value = key
+
     def _on_pair(self, key):
         pair = self.pairs.get(key)
-        if pair is None:
+        if pair is None or self._matches(pair):
             return
         upd = dict(compare=True, sampler=pair.a, sampler_b=pair.b, params=dict(pair.params),
                    params_b=dict(pair.params_b), D=None, Q=None,
                    naive=None, log_view=pair.log_view, batch=pair.batch, start=pair.start)
         if pair.potential:
             upd["potential"] = pair.potential
+        if pair.V is not None:
+            upd["V"] = pair.V
         self.cfg.param.update(**upd)
 
     def __panel__(self):
+        # the preset pair's picker heads the plots (LabView's bar)
         return pn.Column(pn.Row(pn.pane.HTML("<b>Compare two samplers</b>", margin=(8, 10)), self.toggle),
-                         self.pair, self.body, sizing_mode="stretch_width")
+                         self.body, sizing_mode="stretch_width")
