@@ -51,6 +51,11 @@ SUMMARY_CSS = """
 .ab-accuracy { font-size: 13px; }
 .ab-same { font-size: 12px; color: #444; }
 .ab-say { font-size: 13px; color: #222; }
+@media (max-width: 1000px) {
+  .ab-title { font-size: 14px; }
+  .ab-numbers { font-size: 18px; }
+  .ab-ratio, .badge, .ab-accuracy { font-size: 12px; }
+}
 :host(.present) .ab-title { font-size: 22px; }
 :host(.present) .ab-numbers { font-size: 30px; }
 :host(.present) .ab-ratio, :host(.present) .badge, :host(.present) .ab-accuracy,
@@ -118,10 +123,10 @@ def accuracy(m: dict) -> tuple[str, str]:
         return "pending", "accuracy at this ε: not decidable yet (too few effective samples)"
     r = kl / floor
     if r <= AT_FLOOR:
-        return "ok", f"✓ accurate at this ε: KL at its noise floor ({fmt(floor)})"
+        return "ok", f"✓ accurate at this ε: KL at its noise floor ({floor:.2g})"
     if r >= ABOVE_FLOOR:
-        return "bad", f"✗ biased at this ε: KL {times(r)} its noise floor ({fmt(floor)})"
-    return "pending", f"? not decidable yet: KL {times(r)} its noise floor ({fmt(floor)})"
+        return "bad", f"✗ biased at this ε: KL {times(r)} its noise floor ({floor:.2g})"
+    return "pending", f"? not decidable yet: KL {times(r)} its noise floor ({floor:.2g})"
 
 
 ACCURACY_COLOR = {"ok": "#1b5e20", "bad": "#b00020", "pending": "#555"}
@@ -238,7 +243,7 @@ class LabView(Viewer):
         self.kl_area = pn.Column(sizing_mode="stretch_width")
         self.top = pn.Row(self.summary, sizing_mode="stretch_width", margin=0)
         self.presenting = False
-        self.main = pn.Column(self.alert, self.block_alert, self.top, self.say, self.plot_area, self.kl_area,
+        self.main = pn.Column(self.alert, self.block_alert, self.top, self.plot_area, self.say, self.kl_area,
                               sizing_mode="stretch_width", styles={"flex": "1 1 480px", "min-width": "0"},
                               css_classes=["lab-main"])
         if not compact:
@@ -414,7 +419,8 @@ class LabView(Viewer):
             return
         # new figures carry their first data already; touching them again in this callback would reach
         # the browser before Panel (which sends new models on the next tick) has sent the models
-        self.plots = [RunPlots(run, side, run.label, log_view, self.presenting) for run, side in zip(lab.runs, lab.sides)]
+        self.plots = [RunPlots(run, side, run.label, log_view, self.presenting)
+                      for run, side in zip(lab.runs, lab.sides)]
         for p, side in zip(self.plots, lab.sides):
             p.show_metrics(p.last_metrics | self._extra(side))
         self.summary.object = (summary_html(lab.sides, [p.last_metrics for p in self.plots]) if lab.sides else

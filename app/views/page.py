@@ -11,11 +11,11 @@ from bokeh.models import CustomJS
 from panel.viewable import Viewer
 
 from ..model.config import LabConfig
+from ..model.content import ERRATA_SLUG, GLOSSARY_SLUG, list_lessons
 from ..model.lab import Lab
 from ..model.models import apply_models_query, models_query
-from ..model.reasons import Notice, NoticeKind
-from ..model.content import ERRATA_SLUG, GLOSSARY_SLUG, list_lessons
 from ..model.presets import FIRST_SCREEN
+from ..model.reasons import Notice, NoticeKind
 from ..model.urlstate import NAV_KEYS, apply_query, nav_errors, parse_search, query_string
 from .figures import FiguresView
 from .frame_loop import session_schedule
@@ -222,8 +222,8 @@ class AppView(Viewer):
             title = (" vs ".join(s.title for s in runs.sides) + f" on {runs.model.title}") if runs else "Models"
         else:
             title = "Paper figures"
-        self.heading.object = (f"<div class='present-title' style='font-size:28px;font-weight:700;white-space:nowrap;overflow:hidden;"
-                               f"text-overflow:ellipsis' title='{html.escape(title, quote=True)}'>"
+        self.heading.object = (f"<div class='present-title' style='font-size:28px;font-weight:700;white-space:nowrap;"
+                               f"overflow:hidden;text-overflow:ellipsis' title='{html.escape(title, quote=True)}'>"
                                f"{html.escape(title)}</div>")
 
     def start(self, doc, location=None):

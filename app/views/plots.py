@@ -280,6 +280,10 @@ class RunPlots:
         if run.log_marginal is not None:
             self._add_log_marginal(run)
 
+        if self.dim == 1:
+            # the histogram against the exact density first: on a first screen (a laptop at 150 %, a projector)
+            # it is what tells a sampler's law, where the phase plane and the trace show how it moves
+            self.figures = self.marginals + [f for f in self.figures if f not in self.marginals]
         lighten(self.figures)
         if present:
             text_size(self.figures, True)
@@ -313,6 +317,7 @@ class RunPlots:
                  y_range=Range1d(0, 1.25 * peak), x_axis_label=coord, y_axis_label="density")
         self._add_histogram(p, dict(left=f"left{i}", right=f"right{i}", top=f"top{i}", source=self.hist),
                             (xs, ys) if marg is not None else None, "top_right")
+        p.name, p.css_classes = f"marginal-{self.label}-{i}", [f"marginal-{self.label.lower()}"]
         self.marginals.append(p)
         self.figures.append(p)
 
