@@ -216,11 +216,11 @@ def test_unknown_link_keys_get_the_notice_bad_values_get(tab):
     t = tab("?tab=nosuch&lesson=99")
     notice = t.page.locator(".link-notice").first
     notice.wait_for()
-    words = notice.inner_text()
+    words = text(t.page, ".link-notice")
     assert "Some of the link was ignored" in words and "'tab'='nosuch'" in words and "'lesson'='99'" in words
     t2 = tab("?foo=1")
     t2.page.locator(".lab-message").first.wait_for()
-    assert "Some of the link was ignored: unknown URL key 'foo'" in t2.page.locator(".lab-message").first.inner_text()
+    wait_for(lambda: "Some of the link was ignored: unknown URL key 'foo'" in text(t2.page, ".lab-message"), "notice")
 
 
 def test_recipe_cells_show_rounded_constants_with_the_exact_value_in_the_tooltip(tab):
@@ -245,3 +245,83 @@ def test_on_a_phone_play_and_the_controls_are_in_reach(tab):
     assert box(page, ".lab-controls")["y"] > box(page, ".plot-area")["y"]
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 391
     t.shot("phone")
+
+
+SERIOUS = ("serious", "critical")
+
+
+def axe_violations(page):
+    from axe_playwright_python.sync_playwright import Axe
+    result = Axe().run(page)
+    return [(v["id"], v["impact"], [n["target"] for n in v["nodes"][:3]]) for v in result.response["violations"]
+            if v["impact"] in SERIOUS]
+
+
+@pytest.mark.parametrize("query,width,height,ready", [
+    ("", 1280, 800, "[data-metric='t-a']"),
+    ("?present=1", 1280, 800, "[data-metric='t-a']"),
+    ("", 390, 844, "[data-metric='t-a']"),
+    ("?tab=models", 1280, 800, ".models-summary"),
+], ids=["lab", "present", "phone", "models"])
+def test_axe_core_finds_no_serious_or_critical_violation(tab, query, width, height, ready):
+    """axe-core's own engine (bundled by axe-playwright-python). Before issue 30: unnamed spinner arrows and slider
+    handle (button-name, aria-input-field-name) and Bootstrap's green Play under white text (color-contrast)."""
+    pytest.importorskip("axe_playwright_python")
+    t = tab(query, width, height, ready=ready)
+    t.page.wait_for_timeout(1000)
+    assert not axe_violations(t.page), axe_violations(t.page)
+
+
+FOCUS_PATH = """() => {
+    // the classes of the focused element's hosts, through the shadow roots
+    let el = document.activeElement, out = [];
+    while (el) {
+        out.push(el.className && el.className.baseVal === undefined ? el.className : "");
+        el = el.shadowRoot ? el.shadowRoot.activeElement : null;
+    }
+    return out.join(" ");
+}"""
+
+
+def test_every_control_is_reached_and_used_from_the_keyboard_and_a_and_b_differ_by_more_than_colour(tab):
+    t = tab("")
+    page = t.page
+    page.locator("body").first.click(position={"x": 1270, "y": 790})
+    seen = []
+    for _ in range(90):
+        page.keyboard.press("Tab")
+        seen.append(page.evaluate(FOCUS_PATH))
+    wanted = ["pair-select", "play-button", "step-button", "reset-button", "sampler-select-a", "param-a-eps",
+              "speed-input", "chains-input", "seed-input", "v-input", "burn-input", "compare-switch",
+              "present-toggle", "csv-download"]
+    missing = [w for w in wanted if not any(w in s for s in seen)]
+    assert not missing, (missing, seen)
+    # and used: Enter on Play plays, Enter again pauses; arrows step a number field
+    while "play-button" not in page.evaluate(FOCUS_PATH):
+        page.keyboard.press("Shift+Tab")
+    page.keyboard.press("Enter")
+    wait_for(lambda: "Pause" in text(page, ".play-button button"), "Enter to play", timeout=60)
+    page.keyboard.press("Enter")
+    wait_for(lambda: "Play" in text(page, ".play-button button"), "Enter to pause", timeout=90)
+    page.locator(".seed-input input").first.focus()
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("Enter")
+    page.wait_for_function("() => window.location.search.includes('seed=2')", timeout=60_000)
+    # A and B: Okabe–Ito colours, and told apart without them (B's bars hatched, its KL line dashed, named in
+    # every legend with its marker)
+    glyphs = page.evaluate("""() => {
+        const out = {};
+        for (const doc of window.Bokeh.documents) for (const m of doc.all_models)
+            if (m.type === "Figure" && /^marginal-[AB]-0$/.test(m.name)) {
+                const side = m.name[9];
+                const quad = m.renderers.map(r => r.glyph).find(g => g && g.type === "Quad");
+                const legend = m.center.find(r => r.type === "Legend");
+                out[side] = [quad.fill_color.value ?? quad.fill_color, quad.hatch_pattern.value ?? quad.hatch_pattern,
+                             legend.items[0].label.value];
+            }
+        return out;
+    }""")
+    assert glyphs["A"][0].lower() == "#0072b2" and glyphs["B"][0].lower() == "#d55e00", glyphs
+    assert glyphs["A"][1] in (None, "", {"value": None}) and glyphs["B"][1] == "/", glyphs
+    assert glyphs["A"][2] == "● A samples" and glyphs["B"][2] == "▲ B samples", glyphs
+    assert not t.problems(), t.problems()

@@ -50,7 +50,8 @@ class LabConfig(param.Parameterized):
                           metadata=url_meta("batch"))
     chains = param.Integer(default=1000, bounds=(1, 100_000), label="Chains", metadata=url_meta("n", always=True))
     seed = param.Integer(default=1, bounds=(0, 2**32 - 1), label="Seed", metadata=url_meta("seed", always=True))
-    speed = param.Integer(default=5, bounds=(1, 1000), doc="steps per frame", metadata=url_meta("speed"))
+    speed = param.Integer(default=5, bounds=(1, 1000), label="Speed (steps per frame)", doc="steps per frame",
+                          metadata=url_meta("speed"))
     burn = param.Integer(default=100, bounds=(0, 10**7), label="Burn-in (steps)",
                          doc="steps before the histogram accumulates", metadata=url_meta("burn"))
     start = param.Selector(default="near", objects=["near", "exact"],

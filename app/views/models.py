@@ -26,7 +26,7 @@ from ..model.models import (
 )
 from ..model.reasons import Notice, NoticeKind
 from ..model.urlstate import quoted
-from .controls import SettingFields, error_html
+from .controls import PLAY_CSS, SettingFields, error_html
 from .frame_loop import FrameLoop, session_schedule
 from .lab import TEXT_EVERY_S, alert_html, notice_alert
 from .plots import RUN_COLORS, add_glyph, add_legend, browser_only, fmt, lighten, new_figure, stand_in_source
@@ -165,7 +165,8 @@ class ModelsView(Viewer):
         self.info = pn.pane.HTML(model_info(lab), sizing_mode="stretch_width", margin=(0, 10),
                                  css_classes=["models-info"])
         state = (lab.param.playing, lab.param.building, lab.param.error, lab.param.version)
-        self.play = pn.widgets.Button(refs=pn.bind(self._play_state, *state), css_classes=["models-play"], width=90)
+        self.play = pn.widgets.Button(refs=pn.bind(self._play_state, *state), css_classes=["models-play"], width=90,
+                                      stylesheets=[PLAY_CSS])
         self.step = pn.widgets.Button(name="Step", css_classes=["models-step"], width=70,
                                       disabled=pn.bind(lambda *_: not lab.can_run, *state))
         self.reset = pn.widgets.Button(name="Reset", css_classes=["models-reset"], width=70)

@@ -56,6 +56,32 @@ if (!window.__lab_keys) {
     if (!deep(document, ".present-title")) return;
     if (press(keys[e.key])) e.preventDefault();
   });
+  // Bokeh draws a button afresh when its label changes (Play -> Pause): the focus would fall to the page, and a
+  // keyboard user's next Enter would do nothing. A button focused from the keyboard keeps it through that.
+  // (Focus events are no help to see who had it: between elements of one shadow tree they never reach the
+  // document.) A button pressed from the keyboard (Enter, space) keeps it until the focus moves on or the mouse
+  // is used.
+  const KEEP = ".play-button, .models-play, .present-toggle";
+  const keyed = new Set();
+  document.addEventListener("mousedown", () => keyed.clear(), true);
+  const keep = (host) => {
+    const root = host.shadowRoot;
+    if (!root || host.__lab_keep) return;
+    host.__lab_keep = true;
+    root.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") keyed.add(host); });
+    root.addEventListener("focusout", (e) => { if (e.relatedTarget) keyed.delete(host); });
+    new MutationObserver(() => {
+      const button = root.querySelector("button");
+      const lost = document.activeElement === null || document.activeElement === document.body;
+      if (keyed.has(host) && button && lost) button.focus();
+    }).observe(root, {childList: true, subtree: true});
+  };
+  const all = (root, sel, out) => {
+    root.querySelectorAll(sel).forEach(el => out.push(el));
+    root.querySelectorAll("*").forEach(el => { if (el.shadowRoot) all(el.shadowRoot, sel, out); });
+    return out;
+  };
+  setInterval(() => all(document, KEEP, []).forEach(keep), 1000);
 }
 """
 LATE_MESSAGE = "dropped a message from a page that has gone (Bokeh had already let go of its session)"

@@ -496,7 +496,7 @@ def metrics_html(m: dict, label: str, color: str, title: str) -> str:
         f"<td data-metric='{key}-{label.lower()}' style='font-family:monospace;text-align:right'>"
         f"{html.escape(v)}</td></tr>"
         for n, key, v in rows)
-    style = "color:#b00020;font-weight:600" if m["diverged"] else "color:#777"
+    style = "color:#b00020;font-weight:600" if m["diverged"] else "color:#555"
     return (f"<div style='border-left:4px solid {color};padding-left:8px'>"
             f"<div style='font-weight:600'>{html.escape(title)}</div>"
             f"<table style='border-collapse:collapse'>{cells}</table>"
