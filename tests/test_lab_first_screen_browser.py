@@ -270,6 +270,7 @@ def test_axe_core_finds_no_serious_or_critical_violation(tab, query, width, heig
     t = tab(query, width, height, ready=ready)
     t.page.wait_for_timeout(1000)
     assert not axe_violations(t.page), axe_violations(t.page)
+    assert not t.problems(), t.problems()[:5]       # and a clean console (the Models page's ranges too)
 
 
 FOCUS_PATH = """() => {
