@@ -22,7 +22,7 @@ from app_browser_support import (
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not __import__("os").path.exists(CHROMIUM), reason="needs /usr/bin/chromium")
 
-IGNORED_CONSOLE = ("could not determine", "could not set initial ranges")   # Bokeh's log-axis notices
+IGNORED_CONSOLE = ()    # Bokeh's range notices are gone (issue 30: tests/test_lab_first_screen_browser.py)
 
 
 class Page:
@@ -509,16 +509,14 @@ def test_at_150_percent_zoom_the_summary_and_first_plot_are_on_the_first_screen(
         wait_text(page.locator(f"[data-summary='kl-{side}']").first, r"\d")
         assert _box(page, f"[data-summary='kl-{side}']")["y"] + 20 < 533
     summary = deep_text(page.locator(".ab-summary").first)
-    assert "✗ naive" in summary and "✓ exact" in summary
+    assert "✗ not stationary" in summary and "✓ stationary recipe" in summary
     plots = _box(page, ".plot-area")
     assert plots["y"] + 150 < 533, f"the first plot starts at {plots['y']:.0f} px"
     p.shot("zoom150-first-screen", full=False)
-    # the controls fold away and come back
-    page.locator(".controls-toggle button").first.click()
-    page.locator(".lab-controls").first.wait_for(state="hidden")
+    # below 1000 px the plots take the width and the controls follow them, in reach (no fold-away button)
     assert _box(page, ".plot-area")["x"] < 150
-    page.locator(".controls-toggle button").first.click()
-    page.locator(".lab-controls").first.wait_for(state="visible")
+    assert _box(page, ".lab-controls")["y"] > plots["y"]
+    assert not page.locator(".controls-toggle").first.is_visible()
     assert not p.errors, p.errors
 
 

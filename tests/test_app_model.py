@@ -518,10 +518,53 @@ def test_the_a_vs_b_summary_gives_verdicts_and_a_ratio_only_once_histograms_accu
     lab = lab_for(potential="double-well", compare=True, sampler="sgrhmc-naive", sampler_b="sgrhmc", chains=200,
                   burn=5)
     before = summary_html(lab.sides, [r.metrics() for r in lab.runs])
-    assert "✗ naive" in before and "✓ exact" in before and "×" not in before and "burn-in" in before
+    # issue 25: the recipe's verdict is one thing, accuracy at this ε another, and none is claimed before a run
+    assert "✗ not stationary" in before and "✓ stationary recipe" in before and "exact" not in before.split("title")[0]
+    assert "×" not in before and "burn-in" in before and before.count("accuracy-pending") == 2
+    assert "accuracy-ok" not in before and "accuracy-bad" not in before
     lab.frame(20)
     after = summary_html(lab.sides, [r.metrics() for r in lab.runs])
     assert "that of" in after and "data-summary='kl-b'" in after
+    assert "e+" not in after                       # plain numbers: 150×, never 1.5e+02×
+
+
+def test_ratios_read_plainly_and_accuracy_is_against_the_noise_floor():
+    pytest.importorskip("panel")
+    from app.views.lab import accuracy, times
+    assert [times(r) for r in (150.4, 12.0, 1.5, 3.04)] == ["150×", "12×", "1.5×", "3×"]
+    assert accuracy({"accumulating": False, "kl": 0.01, "floor": 0.01})[0] == "pending"
+    assert accuracy({"accumulating": True, "kl": 0.01, "floor": 0.01})[0] == "ok"
+    assert accuracy({"accumulating": True, "kl": 0.03, "floor": 0.01})[0] == "pending"     # not decidable
+    cls, words = accuracy({"accumulating": True, "kl": 0.9, "floor": 0.006})
+    assert cls == "bad" and "150× its noise floor" in words
+
+
+def test_the_first_screens_pair_differs_in_its_recipe_at_one_step_size_and_says_what_else_differs():
+    """Issue 25 item 6: a preset pair compares at equal ε, or says what differs. The first screen's run (Chen et
+    al.'s double well): the naive side is biased beyond its noise floor, the corrected one at it, and the sentence
+    that stands for the plots says which histogram is wider."""
+    pytest.importorskip("panel")
+    from app.model.presets import FIRST_SCREEN
+    from app.model.urlstate import apply_query, parse_search
+    from app.views.lab import described, summary_html
+    for pair in compare_pairs():
+        a, b = REGISTRY[pair.a].defaults, REGISTRY[pair.b].defaults
+        if "eps" in a and "eps" in b:     # SCIR's step is h: the page names both steps (below)
+            assert float(pair.params.get("eps", a["eps"])) == float(pair.params_b.get("eps", b["eps"])), pair.key
+    cfg = LabConfig(chains=400)
+    assert apply_query(cfg, parse_search(FIRST_SCREEN)) == []
+    lab = Lab(cfg)
+    text = summary_html(lab.sides, [r.metrics() for r in lab.runs])
+    assert "ε = 0.1" in text and "Differs: C (A auto, B 3); Bhat (A auto, B 0); resample_every (A 50, B 0)" in text
+    lab.frame(600)
+    ms = [r.metrics() for r in lab.runs]
+    text = summary_html(lab.sides, ms)
+    assert "accuracy-bad' data-summary='accuracy-a'" in text and "accuracy-ok' data-summary='accuracy-b'" in text
+    cfg.param.update(sampler="sgrld-simplex", sampler_b="scir", potential="sparse-dirichlet", batch=10, params={},
+                     params_b={})
+    assert "step size (A ε 0.001, B h 0.1)" in summary_html(lab.sides, [r.metrics() for r in lab.runs])
+    say = described(lab.sides, ms)
+    assert "A&#x27;s histogram is wider than the exact density" in say and "B&#x27;s" in say
 
 
 def test_link_text_in_messages_is_quoted_cut_and_inert():
@@ -690,7 +733,8 @@ def test_every_preset_pair_builds_and_steps_unblocked():
         cfg = LabConfig(chains=50)
         cfg.param.update(compare=True, sampler=pair.a, sampler_b=pair.b, log_view=pair.log_view, batch=pair.batch,
                          params=dict(pair.params), params_b=dict(pair.params_b), start=pair.start,
-                         **({"potential": pair.potential} if pair.potential else {}))
+                         **({"potential": pair.potential} if pair.potential else {}),
+                         **({"V": pair.V} if pair.V is not None else {}))
         lab = Lab(cfg)
         assert not lab.blocks and lab.notice is None, (pair.key, lab.blocks, lab.notice)
         assert lab.step(5), pair.key

@@ -68,7 +68,8 @@ class LabConfig(param.Parameterized):
                            doc="the chains' state and normals: float32 costs less per frame for large ensembles, "
                                "and the histograms, KL and TV are the same within their noise",
                            metadata=url_meta("dtype"))
-    speed = param.Integer(default=5, bounds=(1, 1000), doc="steps per frame", metadata=url_meta("speed"))
+    speed = param.Integer(default=5, bounds=(1, 1000), label="Speed (steps per frame)", doc="steps per frame",
+                          metadata=url_meta("speed"))
     burn = param.Integer(default=100, bounds=(0, 10**7), label="Burn-in (steps)",
                          doc="steps before the histogram accumulates", metadata=url_meta("burn"))
     start = param.Selector(default="near", objects=["near", "exact"],

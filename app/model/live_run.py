@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from samplers import diagnostics as dg
-from samplers.accuracy import edges_for, escaped_chains, exact_masses
+from samplers.accuracy import edges_for, escaped_chains, exact_masses, floor_from_counts
 from samplers.cache import BoundedCache
 from samplers.errors import InputError
 from samplers.run import Ensemble
@@ -113,6 +113,7 @@ class LiveRun:
         self._ess_n = 0
         self._ess_cache = (float("nan"), float("nan"))
         self._ess_at = -1
+        self._floor = (None, float("nan"))    # (ESS it was computed at, KL noise floor)
         self.error: str | None = None
         self.log_marginal = None
         self._escaped = (0, -1)            # (chains escaped at the last check, its step)
@@ -311,6 +312,34 @@ class LiveRun:
             self._escaped = (count, self.t)
         return count
 
+    def noise_floor(self, ess: float) -> float:
+        """The KL an unbiased sampler would show with this many effective samples (samplers.accuracy's floor, with
+        the ESS of θ₁ as the number of independent draws): what "at the noise floor" is measured against. The
+        ESS is refreshed every 100 steps, and so is this."""
+        if not np.isfinite(ess) or ess < 2:
+            return float("nan")
+        n = int(round(ess))
+        if self._floor[0] != n:
+            q = np.append(self.masses.ravel(), max(1.0 - float(self.masses.sum()), 0.0))
+            self._floor = (n, floor_from_counts(np.zeros((1, q.size)), n, q))
+        return self._floor[1]
+
+    def spread(self, dens: np.ndarray) -> float:
+        """The samples' standard deviation of the first plotted coordinate over the exact one (from the exact bin
+        masses): above 1 the histogram is wider than the exact density, below 1 narrower."""
+        e = self.edges[0]
+        mid = 0.5 * (e[1:] + e[:-1])
+        q = self.masses if self.masses.ndim == 1 else self.masses.reshape(len(mid), -1).sum(axis=1)
+        p = np.asarray(dens, float)
+        if self.dim > 2 or len(q) != len(mid) or p.sum() <= 0 or q.sum() <= 0:
+            return float("nan")
+        def sd(w):
+            w = w / w.sum()
+            m = (w * mid).sum()
+            return float(np.sqrt((w * (mid - m) ** 2).sum()))
+        exact = sd(q)
+        return sd(p) / exact if exact > 0 else float("nan")
+
     def metrics(self) -> dict:
         """Scalars for the metrics panel."""
         dens, joint, outside = self.histograms()
@@ -319,7 +348,8 @@ class LiveRun:
         n = self.kept if self.kept else max(int(self.alive.sum()), 1)
         out = dict(t=self.t, chains=self.chains, dim=self.dim, diverged=self.n_diverged, kl=kl, tv=tv, ess=ess,
                    ess_per=eff, kept=self.kept, accumulating=self.accumulating, burn=self.burn,
-                   escaped=self.n_escaped(), outside=outside / n)
+                   escaped=self.n_escaped(), outside=outside / n,
+                   floor=self.noise_floor(ess) if self.accumulating else float("nan"), spread=self.spread(dens[0]))
         alive = self.ens.guard.alive
         if self.xi_cols:
             out["xi"] = float(self.ens.z[alive][:, self.xi_cols].mean()) if alive.any() else float("nan")

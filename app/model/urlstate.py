@@ -146,6 +146,23 @@ def parse_value(p: param.Parameter, text: str):
     return value
 
 
+NAV_FLAGS = ("play", "present", "recipe")
+
+
+def nav_errors(query: dict[str, str], tabs, lessons) -> list[str]:
+    """What a link's navigation keys ask for that does not exist (a tab, a lesson) or is not 0/1, worded as
+    from_query words a bad value: the page ignores them, and says so."""
+    errors = []
+    if "tab" in query and query["tab"] not in tabs:
+        errors.append(f"URL 'tab'={quoted(query['tab'])}: must be one of {', '.join(tabs)}")
+    if query.get("lesson") and query["lesson"] not in lessons:
+        errors.append(f"URL 'lesson'={quoted(query['lesson'])}: no such lesson")
+    for key in NAV_FLAGS:
+        if key in query and query[key].strip().lower() not in ("", "0", "1", "true", "false"):
+            errors.append(f"URL {quoted(key)}={quoted(query[key])}: expected 0 or 1")
+    return errors
+
+
 def from_query(query: dict[str, str]) -> tuple[dict, list[str]]:
     """Parameter updates for LabConfig from query items, and a message per item that was ignored."""
     sampler_names()   # loads every module that registers samplers

@@ -40,6 +40,12 @@ MORE = ("beta", "eps_b", "eps_c")     # ParamFields shows these on request
 # the target's and the sampler's pickers head their sections: their labels are the headings (a heading of its
 # own would be one more pane, each a cost at every page open)
 HEADING_LABEL = "label { font-weight: bold; font-size: 15px; }"
+# Bokeh's spinner arrows are unnamed buttons (axe-core: button-name, critical): hidden, the field still steps with
+# the arrow keys and takes typed numbers
+NO_SPIN = ".bk-spin-btn { display: none !important; }"
+# Bootstrap's green and amber under white text fail WCAG AA's 4.5:1 (2.5:1): darker green, black on amber
+PLAY_CSS = (".bk-btn-success { background-color: #1e7b34; border-color: #1a6b2d; color: #fff; }"
+            ".bk-btn-warning { color: #000; }")
 
 
 def error_html(text: str) -> str:
@@ -62,6 +68,7 @@ class SettingFields:
         self._showing = False       # a field is being set to the value in use: not an edit
 
     def field(self, widget_type, name: str, **options):
+        options["stylesheets"] = [*options.get("stylesheets", []), NO_SPIN]
         widget = widget_type(name=self.cfg.param[name].label, value=getattr(self.cfg, name), **options)
         widget.param.watch(lambda event: self.typed(widget, name, event.new), "value")
         self.cfg.param.watch(lambda event: self.show(widget, event.new), name)
@@ -409,19 +416,22 @@ class RunControls(Viewer):
         self.lab, self.cfg = lab, lab.config
         state = (lab.param.playing, lab.param.blocks, lab.param.version)
         noise = (lab.param.version, self.cfg.param.batch)
-        self.play = pn.widgets.Button(refs=pn.bind(self._play_state, *state), css_classes=["play-button"], width=90)
+        self.play = pn.widgets.Button(refs=pn.bind(self._play_state, *state), css_classes=["play-button"], width=90,
+                                      stylesheets=[PLAY_CSS])
         self.step = pn.widgets.Button(name="Step", button_type="default", css_classes=["step-button"], width=70,
                                       disabled=pn.bind(lambda *_: not lab.can_run, *state))
         self.reset = pn.widgets.Button(name="Reset", button_type="default", css_classes=["reset-button"], width=70)
         self.play.on_click(self._toggle)
         self.step.on_click(lambda e: lab.step(1))
         self.reset.on_click(lambda e: lab.reset())
-        self.speed = pn.widgets.IntSlider.from_param(self.cfg.param.speed, name="Speed (steps per frame)",
-                                                     start=1, end=200, sizing_mode="stretch_width")
+        self._speed = None
         self.limit = pn.pane.HTML(pn.bind(self._limit_text, lab.param.speed_limit), sizing_mode="stretch_width",
                                   css_classes=["speed-limit"], margin=(0, 10))
         # bounds are LabConfig's, checked by `settings`; the browser's own (start, end) would clamp without a word
         self.settings = settings = SettingFields(self.cfg, "settings-error")
+        # a number field, not a slider: the slider's handle has no accessible name (axe-core: aria-input-field-name)
+        self.speed_field = settings.field(pn.widgets.IntInput, "speed", sizing_mode="stretch_width",
+                                          css_classes=["speed-input"])
         self.chains = settings.field(pn.widgets.IntInput, "chains", step=100, sizing_mode="stretch_width",
                                      css_classes=["chains-input"])
         self.seed = settings.field(pn.widgets.IntInput, "seed", sizing_mode="stretch_width", css_classes=["seed-input"])
@@ -441,8 +451,16 @@ class RunControls(Viewer):
                                                  visible=pn.bind(self._data, lab.param.version))
         self.batch = pn.widgets.IntInput(name=self.cfg.param.batch.label, value=self.cfg.batch or 10,
                                          sizing_mode="stretch_width", visible=pn.bind(self._minibatch, *noise),
-                                         css_classes=["batch-input"])
+                                         css_classes=["batch-input"], stylesheets=[NO_SPIN])
         pn.bind(self._on_noise, self.noise, self.batch, watch=True)
+
+    @property
+    def speed(self):
+        """The speed as a slider (a lesson's demo shows it; the lab shows `speed_field`)."""
+        if self._speed is None:
+            self._speed = pn.widgets.IntSlider.from_param(self.cfg.param.speed, name="Speed (steps per frame)",
+                                                          start=1, end=200, sizing_mode="stretch_width")
+        return self._speed
 
     def _play_state(self, playing, *_) -> dict:
         return dict(name="Pause" if playing else "Play", button_type="warning" if playing else "success",
@@ -476,7 +494,8 @@ class RunControls(Viewer):
             self.settings.typed(self.batch, "batch", batch)
 
     def __panel__(self):
-        return pn.Column(pn.Row(self.play, self.step, self.reset), self.speed, self.limit,
+        # Play, Step and Reset head the plots (LabView's bar): in reach at any width and in presentation mode
+        return pn.Column(self.speed_field, self.limit,
                          pn.Row(self.chains, self.seed, sizing_mode="stretch_width"),
                          pn.Row(self.V, self.burn, sizing_mode="stretch_width"), self.start, self.dtype, self.noise,
                          self.batch,
@@ -497,6 +516,9 @@ class CompareControls(Viewer):
         self.pair = pn.widgets.Select(name="Preset pair", options=options, value="", sizing_mode="stretch_width",
                                       css_classes=["pair-select"])
         pn.bind(self._on_pair, self.pair, watch=True)
+        self._follow_pair()
+        self.cfg.param.watch(self._follow_pair, ["compare", "sampler", "sampler_b", "params", "params_b", "potential",
+                                                 "V", "D", "Q", "naive", "log_view", "batch", "start"])
         # sampler B's picker is a tenth of the page's models: built when comparing first shows it
         self.picker_b = None
         self.body = pn.Column(visible=self.cfg.param.compare, sizing_mode="stretch_width")
@@ -508,17 +530,34 @@ class CompareControls(Viewer):
             self.picker_b = SamplerPicker(self.lab, "B")
             self.body.objects = [self.picker_b]
 
+    def _matches(self, pair) -> bool:
+        cfg = self.cfg
+        return (cfg.compare and (cfg.sampler, cfg.sampler_b) == (pair.a, pair.b)
+                and cfg.params == dict(pair.params) and cfg.params_b == dict(pair.params_b)
+                and pair.potential in (None, cfg.potential) and pair.V in (None, cfg.V)
+                and (cfg.D, cfg.Q, cfg.naive) == (None, None, None)
+                and (cfg.log_view, cfg.batch, cfg.start) == (pair.log_view, pair.batch, pair.start))
+
+    def _follow_pair(self, *_):
+        """The picker names the pair on show, or none once anything of it is changed."""
+        key = next((k for k, p in self.pairs.items() if self._matches(p)), "")
+        if self.pair.value != key:
+            self.pair.value = key
+
     def _on_pair(self, key):
         pair = self.pairs.get(key)
-        if pair is None:
+        if pair is None or self._matches(pair):
             return
         upd = dict(compare=True, sampler=pair.a, sampler_b=pair.b, params=dict(pair.params),
                    params_b=dict(pair.params_b), D=None, Q=None,
                    naive=None, log_view=pair.log_view, batch=pair.batch, start=pair.start)
         if pair.potential:
             upd["potential"] = pair.potential
+        if pair.V is not None:
+            upd["V"] = pair.V
         self.cfg.param.update(**upd)
 
     def __panel__(self):
+        # the preset pair's picker heads the plots (LabView's bar)
         return pn.Column(pn.Row(pn.pane.HTML("<b>Compare two samplers</b>", margin=(8, 10)), self.toggle),
-                         self.pair, self.body, sizing_mode="stretch_width")
+                         self.body, sizing_mode="stretch_width")

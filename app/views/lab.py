@@ -9,6 +9,7 @@ import asyncio
 import html
 import time
 
+import numpy as np
 import panel as pn
 from bokeh.layouts import column
 from panel.io.state import set_curdoc
@@ -17,31 +18,48 @@ from panel.viewable import Viewer
 from ..model.design import DESIGN, uses_design
 from ..model.exports import csv_tables, file_name, npz_arrays, write_csv, write_npz
 from ..model.lab import RESIDUAL_OK, Lab
+from ..model.presets import differences
 from ..model.urlstate import to_query
 from .controls import CompareControls, PotentialPicker, RunControls, SamplerPicker
 from .design import DesignEditor, design_side
 from .frame_loop import FrameLoop
 from .ladder import LadderView
-from .plots import RUN_COLORS, KLHistory, RunPlots, fmt
+from .plots import RUN_COLORS, RUN_MARKS, KLHistory, RunPlots, fmt, text_size
 from .recipe_editor import RecipeEditor
 from .residual_map import ResidualMapView
 
 # Panel renders each component in its own shadow root: these rules go on the component whose shadow root
 # holds the elements they style (the lab's flex box holds the controls' and main column's hosts)
+# Below 1000 px (a laptop at 150 % zoom, a tablet, a phone) the plots take the whole width and the controls follow
+# them at full width, in reach by scrolling (or Tab): Play, Step, Reset and the pair picker head the plots at any
+# width, so nothing needed to run the lesson is below the fold or folded away.
 LAB_CSS = """
-@media (max-width: 700px) {
+@media (max-width: 1000px) {
   :host { gap: 4px; }
   .lab-controls { flex: 1 1 100% !important; width: 100% !important; }
   .lab-main { order: -1; }
 }
 """
+TOP_CSS = """
+@media (max-width: 1000px) { .controls-toggle { display: none !important; } }
+"""
 SUMMARY_CSS = """
 .ab-title { font-size: 15px; font-weight: 600; }
-.ab-numbers { font-size: 22px; font-family: monospace; }
+.ab-numbers { font-size: 22px; font-family: monospace; white-space: nowrap; }
 .ab-ratio { font-size: 15px; }
+.badge { white-space: nowrap; font-size: 13px; font-weight: 600; }
+.ab-accuracy { font-size: 13px; }
+.ab-same { font-size: 12px; color: #444; }
+.ab-say { font-size: 13px; color: #222; }
+@media (max-width: 1000px) {
+  .ab-title { font-size: 14px; }
+  .ab-numbers { font-size: 18px; }
+  .ab-ratio, .badge, .ab-accuracy { font-size: 12px; }
+}
 :host(.present) .ab-title { font-size: 22px; }
 :host(.present) .ab-numbers { font-size: 30px; }
-:host(.present) .ab-ratio { font-size: 20px; }
+:host(.present) .ab-ratio, :host(.present) .badge, :host(.present) .ab-accuracy,
+:host(.present) .ab-same, :host(.present) .ab-say { font-size: 20px; }
 """
 BUILDING_HTML = "<div class='lab-building' style='font-size:15px;color:#555'>building the run…</div>"
 KL_LATER_HTML = ("<div class='kl-later' style='font-size:12px;color:#555'>The KL to the exact density, step by "
@@ -73,33 +91,125 @@ def blocks_alert(blocks: dict) -> dict:
     return dict(object=alert_html(text, "danger") if blocks else "", visible=bool(blocks))
 
 
+# Two verdicts that must not be confused (issue 25): whether the recipe leaves exp(−H) stationary (its
+# Fokker–Planck residual: a property of the continuous dynamics), and whether this run at this ε is accurate
+# (its KL against the KL an unbiased sampler with as many effective samples would show). The second is only
+# claimed once histograms accumulate, and between the two thresholds it is not decidable yet.
+AT_FLOOR, ABOVE_FLOOR = 2.0, 4.0
+
+
+def times(r: float) -> str:
+    """A ratio as people read it: 150×, 12×, 1.5× (never 1.5e+02×)."""
+    if not np.isfinite(r):
+        return "–"
+    return f"{r:,.0f}×" if r >= 10 else f"{r:.2g}×"
+
+
+def recipe_badge(side) -> str:
+    if side.exact:
+        return ("<span class='badge verdict ok' style='color:#1b5e20' title='the recipe leaves exp(−H) stationary "
+                "(its Fokker–Planck residual vanishes): the continuous dynamics are exact; how accurate a run is at "
+                "this ε is measured separately'>✓ stationary recipe</span>")
+    return ("<span class='badge verdict bad' style='color:#b00020' title='exp(−H) is not stationary under these "
+            "dynamics: however small ε, the samples settle on another law'>✗ not stationary</span>")
+
+
+def accuracy(m: dict) -> tuple[str, str]:
+    """(class, words) for the accuracy of this run at this ε: KL against its noise floor."""
+    kl, floor = m.get("kl"), m.get("floor")
+    if not m.get("accumulating"):
+        return "pending", "accuracy at this ε: scored once the histogram accumulates (after burn-in)"
+    if kl is None or floor is None or not (np.isfinite(kl) and np.isfinite(floor)) or floor <= 0:
+        return "pending", "accuracy at this ε: not decidable yet (too few effective samples)"
+    r = kl / floor
+    if r <= AT_FLOOR:
+        return "ok", f"✓ accurate at this ε: KL at its noise floor ({floor:.2g})"
+    if r >= ABOVE_FLOOR:
+        return "bad", f"✗ biased at this ε: KL {times(r)} its noise floor ({floor:.2g})"
+    return "pending", f"? not decidable yet: KL {times(r)} its noise floor ({floor:.2g})"
+
+
+ACCURACY_COLOR = {"ok": "#1b5e20", "bad": "#b00020", "pending": "#555"}
+
+
+def same_and_different(sides) -> str:
+    """What the two sides share and what besides the recipe sets them apart, in words."""
+    shared, differ = differences(sides)
+    if len(sides) != 2:
+        return ""
+    name = {"eps": "ε"}
+    same = ", ".join(f"{name.get(k, k)} = {html.escape(v)}" for k, v in shared.items() if k in ("eps", "h", "M", "C"))
+    out = f"Same target, V, chains and seed{'; ' + same if same else ''}."
+    if differ:
+        out += " Differs: " + "; ".join(f"{name.get(k, k)} (A {html.escape(a)}, B {html.escape(b)})"
+                                        for k, (a, b) in differ.items())
+    return f"<div class='ab-same'>{out}</div>"
+
+
+SPREAD_SAYS = 0.03    # a histogram 3 % wider or narrower than the exact density is said to be (ESS ~5000: sd ±1 %)
+
+
+def describe_run(side, m: dict, other: dict | None) -> str:
+    """The text alternative of a side's histogram: one sentence, with the numbers a reader sees."""
+    kl, spread = m.get("kl"), m.get("spread")
+    who = f"{side.label}'s histogram"
+    if spread is None or not np.isfinite(spread):
+        shape = f"{who} is drawn against the exact density"
+    elif spread > 1 + SPREAD_SAYS:
+        shape = f"{who} is wider than the exact density"
+    elif spread < 1 - SPREAD_SAYS:
+        shape = f"{who} is narrower than the exact density"
+    else:
+        shape = f"{who} is as wide as the exact density"
+    parts = [f"KL {fmt(kl, 2)}"]
+    okb = other or {}
+    if other is not None and kl and okb.get("kl") and m.get("accumulating") and okb.get("accumulating"):
+        r, whose = kl / okb["kl"], f"{'B' if side.label == 'A' else 'A'}'s"
+        parts.append(f"{times(r)} {whose}" if r >= 1 else f"{times(1 / r)} below {whose}")
+    cls, words = accuracy(m)
+    if cls != "pending":
+        parts.append("at its noise floor" if cls == "ok" else "above its noise floor")
+    return f"{shape}: {', '.join(parts)}."
+
+
+def described(sides, metrics) -> str:
+    """The text alternative of the live plots (an aria-live region): a sentence per side."""
+    if not sides:
+        return ""
+    others = [metrics[1 - i] if len(metrics) == 2 else None for i in range(len(metrics))]
+    text = " ".join(describe_run(s, m, o) for s, m, o in zip(sides, metrics, others))
+    return f"<div class='ab-say' data-describe='plots'>{html.escape(text)}</div>"
+
+
 def summary_html(sides, metrics) -> str:
-    """A against B in large type, first on the screen: KL and TV to the exact density, and whether the
-    dynamics leave the target invariant (✓/✗, from the Fokker–Planck residual where there is one)."""
+    """A against B in large type, first on the screen: KL and TV to the exact density, whether the recipe leaves
+    the target stationary (✓/✗, from the Fokker–Planck residual where there is one), and, once the histograms
+    accumulate, whether the run is accurate at this ε (KL against its noise floor)."""
     blocks = []
     for side, m in zip(sides, metrics):
         label = side.label.lower()
         color = RUN_COLORS.get(side.label, "#1f77b4")
-        ok = side.exact
-        verdict = ("<span class='verdict ok' style='color:#1b5e20' title='the dynamics leave exp(−H) invariant'>"
-                   "✓ exact</span>" if ok else
-                   "<span class='verdict bad' style='color:#b00020' title='exp(−H) is not invariant under the "
-                   "dynamics: the samples settle elsewhere'>✗ naive</span>")
         kl, tv = m.get("kl"), m.get("tv")
+        cls, words = accuracy(m)
         blocks.append(
-            f"<div class='ab-side' style='border-left:6px solid {color};padding:2px 10px;flex:1 1 240px;min-width:0'>"
-            f"<div class='ab-title'>{html.escape(side.label)}: {html.escape(side.title)} &nbsp;{verdict}</div>"
+            f"<div class='ab-side' style='border-left:6px {'solid' if side.label == 'A' else 'dashed'} {color};"
+            f"padding:2px 10px;flex:1 1 240px;min-width:0'>"
+            f"<div class='ab-title'><span aria-hidden='true' style='color:{color}'>{RUN_MARKS.get(side.label, '')}"
+            f"</span> {html.escape(side.label)}: {html.escape(side.title)} &nbsp;{recipe_badge(side)}</div>"
             f"<div class='ab-numbers'>KL <b data-summary='kl-{label}'>{fmt(kl)}</b> &nbsp; "
-            f"TV <b data-summary='tv-{label}'>{fmt(tv)}</b></div></div>")
+            f"TV <b data-summary='tv-{label}'>{fmt(tv)}</b></div>"
+            f"<div class='ab-accuracy accuracy-{cls}' data-summary='accuracy-{label}' "
+            f"style='color:{ACCURACY_COLOR[cls]}'>{html.escape(words)}</div></div>")
     if metrics and not all(m.get("accumulating") for m in metrics):
         # before burn-in the numbers score the ensemble as it is now: a ratio would mean nothing yet
-        blocks.append("<div class='ab-ratio' style='align-self:center;color:#777'>the ensemble now; the histograms "
+        blocks.append("<div class='ab-ratio' style='align-self:center;color:#555'>the ensemble now; the histograms "
                       "accumulate after burn-in</div>")
     elif len(metrics) == 2 and all(m.get("kl") for m in metrics) and min(m["kl"] for m in metrics) > 0:
         a, b = metrics[0]["kl"], metrics[1]["kl"]
-        ratio = f"KL of A is {a / b:.2g}× that of B" if a >= b else f"KL of B is {b / a:.2g}× that of A"
+        ratio = f"KL of A is {times(a / b)} that of B" if a >= b else f"KL of B is {times(b / a)} that of A"
         blocks.append(f"<div class='ab-ratio' style='align-self:center;color:#444'>{ratio}</div>")
-    return f"<div class='ab-row' style='display:flex;flex-wrap:wrap;gap:6px 16px'>{''.join(blocks)}</div>"
+    return (f"<div class='ab-row' style='display:flex;flex-wrap:wrap;gap:6px 16px'>{''.join(blocks)}</div>"
+            f"{same_and_different(sides)}")
 
 
 class LabView(Viewer):
@@ -126,10 +236,14 @@ class LabView(Viewer):
                                         css_classes=["lab-blocked"], margin=(5, 10), disable_math=True)
         self.summary = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["ab-summary"], margin=(2, 10),
                                     disable_math=True, stylesheets=[SUMMARY_CSS])
+        # the plots' text alternative, updated with the run (an aria-live region: read out as it changes)
+        self.say = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["plots-described"], margin=(0, 10),
+                                disable_math=True, stylesheets=[SUMMARY_CSS])
         self.plot_area = pn.FlexBox(sizing_mode="stretch_width", flex_wrap="wrap", css_classes=["plot-area"])
         self.kl_area = pn.Column(sizing_mode="stretch_width")
         self.top = pn.Row(self.summary, sizing_mode="stretch_width", margin=0)
-        self.main = pn.Column(self.alert, self.block_alert, self.top, self.plot_area, self.kl_area,
+        self.presenting = False
+        self.main = pn.Column(self.alert, self.block_alert, self.top, self.plot_area, self.say, self.kl_area,
                               sizing_mode="stretch_width", styles={"flex": "1 1 480px", "min-width": "0"},
                               css_classes=["lab-main"])
         if not compact:
@@ -142,6 +256,13 @@ class LabView(Viewer):
         # hears of it here, or it would say "building the run…" beside the error for good
         lab.param.watch(lambda e: self._on_building(), "building")
         self._rebuild_plots()
+
+    def _describe(self, metrics) -> None:
+        """The sentence changes only when its (rounded) words do: a screen reader reads each change."""
+        text = described(self.lab.sides, metrics)
+        html_ = f"<div role='status' aria-live='polite'>{text}</div>" if text else ""
+        if self.say.object != html_:
+            self.say.object = html_
 
     def _on_building(self) -> None:
         if not self.lab.sides:
@@ -158,21 +279,28 @@ class LabView(Viewer):
                                            css_classes=["csv-download"], **button)
         self.npz = pn.widgets.FileDownload(callback=self._npz, filename="samples.npz", label="Samples (NPZ)",
                                            css_classes=["npz-download"], **button)
+        self.run_controls = run = RunControls(lab)
+        self.compare_controls = compare = CompareControls(lab)
         self.controls = pn.Column(
             PotentialPicker(lab), SamplerPicker(lab, "A"), self.design_button,
-            pn.pane.HTML("<b>Run</b>", margin=(5, 10)), RunControls(lab),
-            CompareControls(lab),
+            pn.pane.HTML("<b>Run</b>", margin=(5, 10)), run,
+            compare,
             pn.pane.HTML("<b>Export</b> <span style='font-size:12px;color:#555'>(every chain's states since "
                          "burn-in, evenly thinned to at most 200 000 rows per sampler, or the current state before "
                          "burn-in ends; plots: the save tool of each plot gives a PNG; the URL holds the whole "
                          "configuration)</span>", margin=(5, 10)),
             pn.Row(self.csv, self.npz, sizing_mode="stretch_width"),
             width=300, css_classes=["lab-controls"], styles={"flex": "0 0 300px"}, margin=(0, 5))
-        # on a projector (150 % zoom) or a phone the plots need the width: the controls fold away
+        # on a wide screen the controls may fold away for the plots' sake (below 1000 px they follow the plots
+        # instead, and the button is not shown); the pair picker and Play, Step and Reset head the plots
         self.toggle = pn.widgets.Button(name="◀ Controls", button_type="light", width=100, margin=(8, 4),
-                                        css_classes=["controls-toggle"])
+                                        css_classes=["controls-toggle"], description="show or hide the controls")
         self.toggle.on_click(lambda e: self.show_controls(not self.controls.visible))
-        self.top.insert(0, self.toggle)
+        compare.pair.styles = {"flex": "1 1 260px", "min-width": "0"}
+        self.bar = pn.FlexBox(self.toggle, compare.pair, run.play, run.step, run.reset, flex_wrap="wrap",
+                              align_items="flex-end", sizing_mode="stretch_width", css_classes=["lab-bar"],
+                              stylesheets=[TOP_CSS])
+        self.main.insert(2, self.bar)
         # the two cards' contents are 40 % of the page's models, and every model costs the server at the page's
         # open and in each frame's message: each card is built when first opened (docs/notes/page-open.md)
         self.ladder = None
@@ -258,10 +386,18 @@ class LabView(Viewer):
                                                sizing_mode="stretch_width")]
 
     def present(self, on: bool) -> None:
-        """Presentation mode: controls folded away, the summary in large type."""
+        """Presentation mode: controls folded away (Play, Step and Reset stay), the summary and the plots' text
+        in large type."""
+        self.presenting = on
         self.summary.css_classes = ["ab-summary", "present"] if on else ["ab-summary"]
+        self.say.css_classes = ["plots-described", "present"] if on else ["plots-described"]
+        self.loop.with_lock(self._text_size)
         if not self.compact:
             self.show_controls(not on)
+
+    def _text_size(self) -> None:
+        figs = [f for p in self.plots for f in p.figures] + ([self.kl.fig] if self.kl is not None else [])
+        text_size(figs, self.presenting)
 
     def show_controls(self, visible: bool) -> None:
         self.controls.visible = visible
@@ -283,11 +419,13 @@ class LabView(Viewer):
             return
         # new figures carry their first data already; touching them again in this callback would reach
         # the browser before Panel (which sends new models on the next tick) has sent the models
-        self.plots = [RunPlots(run, side, run.label, log_view) for run, side in zip(lab.runs, lab.sides)]
+        self.plots = [RunPlots(run, side, run.label, log_view, self.presenting)
+                      for run, side in zip(lab.runs, lab.sides)]
         for p, side in zip(self.plots, lab.sides):
             p.show_metrics(p.last_metrics | self._extra(side))
         self.summary.object = (summary_html(lab.sides, [p.last_metrics for p in self.plots]) if lab.sides else
                                BUILDING_HTML if lab.building else "")
+        self._describe([p.last_metrics for p in self.plots])
         self.plot_area.objects = [p.layout() for p in self.plots]
         self._fresh = True            # the next frame waits one round, for Panel to send the new figures
         if self.kl is not None and len(self.kl.sources) == len(self.plots):
@@ -305,6 +443,8 @@ class LabView(Viewer):
         if self.kl is not None or not self.plots:
             return
         self.kl = KLHistory(self.lab.runs, [p.title for p in self.plots])
+        if self.presenting:
+            text_size([self.kl.fig], True)
         self.kl_area.objects = [pn.pane.Bokeh(column(self.kl.fig, sizing_mode="stretch_width"),
                                               sizing_mode="stretch_width")]
         self._fresh = True            # as after new figures: the next frame waits a round
@@ -336,6 +476,7 @@ class LabView(Viewer):
               for p, run, side in zip(self.plots, self.lab.runs, self.lab.sides)]
         if text:
             self.summary.object = summary_html(self.lab.sides, ms)
+            self._describe(ms)
         if kl:
             self.kl.update(ms, force_kl)
 

@@ -12,7 +12,7 @@ import math
 import time
 
 import panel as pn
-from bokeh.models import ColumnDataSource, Line
+from bokeh.models import ColumnDataSource, Line, Range1d
 from panel.viewable import Viewer
 
 from ..model.config import refusal
@@ -26,10 +26,20 @@ from ..model.models import (
 )
 from ..model.reasons import Notice, NoticeKind
 from ..model.urlstate import quoted
-from .controls import SettingFields, error_html
+from .controls import PLAY_CSS, SettingFields, error_html
 from .frame_loop import FrameLoop, session_schedule
 from .lab import TEXT_EVERY_S, alert_html, notice_alert
-from .plots import RUN_COLORS, add_glyph, add_legend, browser_only, fmt, lighten, new_figure, stand_in_source
+from .plots import (
+    RUN_COLORS,
+    RUN_DASH,
+    RUN_MARKS,
+    add_glyph,
+    add_legend,
+    fmt,
+    lighten,
+    new_figure,
+    stand_in_source,
+)
 
 MODELS_CSS = """
 @media (max-width: 700px) {
@@ -88,19 +98,20 @@ class MetricPlot:
     """The metric of both samplers against the step: one line each, streamed."""
 
     def __init__(self):
-        self.fig = new_figure("", PLOT_HEIGHT, x_axis_label="step")
+        # fixed ranges fitted to the data (an auto range over no data, or over the legend's NaN stand-ins, has Bokeh
+        # warn "could not set initial ranges" in the console at every redraw)
+        self.fig = new_figure("", PLOT_HEIGHT, x_axis_label="step", x_range=Range1d(0, 1), y_range=Range1d(0, 1))
         self.fig.name = "models-metric"
         blank = stand_in_source()
         self.sources, entries = [], []
         for label in ("A", "B"):
             src = ColumnDataSource(dict(t=[], v=[]), name=f"models-{label.lower()}")
-            style = dict(line_color=RUN_COLORS[label], line_width=2)
+            style = dict(line_color=RUN_COLORS[label], line_width=2, line_dash=RUN_DASH[label])
             entries.append((label, add_glyph(self.fig, Line(x="t", y="v", **style), src),
                             add_glyph(self.fig, Line(**style), blank)))
             self.sources.append(src)
         self.legend = add_legend(self.fig, entries, "top_right")
         lighten([self.fig])
-        browser_only(self.fig.x_range, self.fig.y_range)
 
     def show(self, runs) -> None:
         """New runs: their titles, the metric's name, and their history so far."""
@@ -110,7 +121,7 @@ class MetricPlot:
         self.legend.location = "top_right" if m.lower_is_better else "bottom_right"
         self.fig.yaxis.axis_label = m.metric_name
         for item, side in zip(self.legend.items, runs.sides):
-            item.label = dict(value=f"{side.label}: {side.title}")
+            item.label = dict(value=f"{RUN_MARKS[side.label]} {side.label}: {side.title}")
         self.add(True, *runs.take_points()[1:])
 
     def add(self, whole: bool, steps, values) -> None:
@@ -120,6 +131,17 @@ class MetricPlot:
                 src.data = dict(t=list(steps), v=v)
             elif steps:
                 src.stream(dict(t=list(steps), v=v))
+        self._fit()
+
+    def _fit(self) -> None:
+        ts = [float(t) for src in self.sources for t in src.data["t"]]
+        vs = [float(v) for src in self.sources for v in src.data["v"] if v == v and abs(v) != float("inf")]
+        if not ts or not vs:
+            return
+        lo, hi = min(vs), max(vs)
+        pad = 0.05 * (hi - lo) if hi > lo else max(abs(hi) * 0.05, 1e-9)
+        self.fig.x_range.update(start=min(ts), end=max(ts) if max(ts) > min(ts) else min(ts) + 1)
+        self.fig.y_range.update(start=lo - pad, end=hi + pad)
 
 
 class ModelsView(Viewer):
@@ -165,7 +187,8 @@ class ModelsView(Viewer):
         self.info = pn.pane.HTML(model_info(lab), sizing_mode="stretch_width", margin=(0, 10),
                                  css_classes=["models-info"])
         state = (lab.param.playing, lab.param.building, lab.param.error, lab.param.version)
-        self.play = pn.widgets.Button(refs=pn.bind(self._play_state, *state), css_classes=["models-play"], width=90)
+        self.play = pn.widgets.Button(refs=pn.bind(self._play_state, *state), css_classes=["models-play"], width=90,
+                                      stylesheets=[PLAY_CSS])
         self.step = pn.widgets.Button(name="Step", css_classes=["models-step"], width=70,
                                       disabled=pn.bind(lambda *_: not lab.can_run, *state))
         self.reset = pn.widgets.Button(name="Reset", css_classes=["models-reset"], width=70)

@@ -7,21 +7,83 @@ import logging
 from urllib.parse import urlencode
 
 import panel as pn
+from bokeh.models import CustomJS
 from panel.viewable import Viewer
 
 from ..model.config import LabConfig
+from ..model.content import ERRATA_SLUG, GLOSSARY_SLUG, list_lessons
 from ..model.lab import Lab
 from ..model.models import apply_models_query, models_query
+from ..model.presets import FIRST_SCREEN
 from ..model.reasons import Notice, NoticeKind
-from ..model.urlstate import NAV_KEYS, apply_query, parse_search, query_string
+from ..model.urlstate import NAV_KEYS, apply_query, nav_errors, parse_search, query_string
 from .figures import FiguresView
 from .frame_loop import session_schedule
-from .lab import LabView
+from .lab import LabView, alert_html
 from .lessons import LessonsView
 from .models import ModelsView, models_view
 
 TABS = ["lab", "lessons", "figures", "models"]
 TITLES = ["Lab", "Lessons", "Paper figures", "Models"]
+# Presentation mode's keys: space plays or pauses, → steps, r resets, as the buttons of the section on show would
+# (Tabs are dynamic: only the shown section's buttons are on the page). Single-key shortcuts only while presenting
+# (WCAG 2.1.4: they can be turned off), and never while a field, a list or a button has the focus (space and the
+# arrows are theirs there).
+KEYS_JS = """
+if (!window.__lab_keys) {
+  window.__lab_keys = true;
+  const deep = (root, sel) => {
+    const hit = root.querySelector(sel);
+    if (hit) return hit;
+    for (const el of root.querySelectorAll("*"))
+      if (el.shadowRoot) { const found = deep(el.shadowRoot, sel); if (found) return found; }
+    return null;
+  };
+  const press = (sel) => {
+    const host = deep(document, sel);
+    const button = host && (host.shadowRoot || host).querySelector("button");
+    if (!button || button.disabled) return false;
+    button.click();
+    return true;
+  };
+  const keys = {" ": ".play-button", "ArrowRight": ".step-button", "r": ".reset-button", "R": ".reset-button"};
+  document.addEventListener("keydown", (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey || !(e.key in keys)) return;
+    const target = e.composedPath()[0];
+    if (target && (target.isContentEditable || ["INPUT", "TEXTAREA", "SELECT", "BUTTON", "OPTION"].includes(
+        target.tagName) || target.getAttribute && ["slider", "radio", "tab", "switch", "checkbox"].includes(
+        target.getAttribute("role")))) return;
+    if (!deep(document, ".present-title")) return;
+    if (press(keys[e.key])) e.preventDefault();
+  });
+  // Bokeh draws a button afresh when its label changes (Play -> Pause): the focus would fall to the page, and a
+  // keyboard user's next Enter would do nothing. A button focused from the keyboard keeps it through that.
+  // (Focus events are no help to see who had it: between elements of one shadow tree they never reach the
+  // document.) A button pressed from the keyboard (Enter, space) keeps it until the focus moves on or the mouse
+  // is used.
+  const KEEP = ".play-button, .models-play, .present-toggle";
+  const keyed = new Set();
+  document.addEventListener("mousedown", () => keyed.clear(), true);
+  const keep = (host) => {
+    const root = host.shadowRoot;
+    if (!root || host.__lab_keep) return;
+    host.__lab_keep = true;
+    root.addEventListener("keydown", (e) => { if (e.key === "Enter" || e.key === " ") keyed.add(host); });
+    root.addEventListener("focusout", (e) => { if (e.relatedTarget) keyed.delete(host); });
+    new MutationObserver(() => {
+      const button = root.querySelector("button");
+      const lost = document.activeElement === null || document.activeElement === document.body;
+      if (keyed.has(host) && button && lost) button.focus();
+    }).observe(root, {childList: true, subtree: true});
+  };
+  const all = (root, sel, out) => {
+    root.querySelectorAll(sel).forEach(el => out.push(el));
+    root.querySelectorAll("*").forEach(el => { if (el.shadowRoot) all(el.shadowRoot, sel, out); });
+    return out;
+  };
+  setInterval(() => all(document, KEEP, []).forEach(keep), 1000);
+}
+"""
 LATE_MESSAGE = "dropped a message from a page that has gone (Bokeh had already let go of its session)"
 
 
@@ -65,8 +127,14 @@ class AppView(Viewer):
         # a Models link holds the Models page's configuration, not the lab's (models.py reads it)
         self._models_query = query if tab == "models" else None
         self.config = LabConfig()
-        errors = apply_query(self.config, {k: v for k, v in query.items() if k in NAV_KEYS}
-                             if tab == "models" else query)
+        # a link without a configuration opens on the first screen: a naive sampler against its correction
+        first = {} if any(k not in NAV_KEYS for k in query) else parse_search(FIRST_SCREEN)
+        errors = apply_query(self.config, first | ({k: v for k, v in query.items() if k in NAV_KEYS}
+                                                   if tab == "models" else query))
+        slugs = [lesson.slug for lesson in list_lessons()] + [ERRATA_SLUG, GLOSSARY_SLUG]
+        self.link_notice = pn.pane.HTML(sizing_mode="stretch_width", margin=(5, 10), css_classes=["link-notice"],
+                                        disable_math=True, visible=False)
+        self._nav_ignored(nav_errors(query, TABS, slugs))
         self.lab = Lab(self.config, schedule=session_schedule(pn.state.curdoc))
         self._report_ignored(errors)
         self.lab_view: LabView | None = None
@@ -86,6 +154,8 @@ class AppView(Viewer):
         self.present_button = pn.widgets.Toggle(name="Present", value=query.get("present", "") in ("1", "true"),
                                                 width=90, margin=(8, 10), css_classes=["present-toggle"])
         self.header = pn.Row(self.heading, self.present_button, sizing_mode="stretch_width")
+        if self.link_notice.visible:
+            self.header = pn.Column(self.header, self.link_notice, sizing_mode="stretch_width")
         # first among the watchers of `active`: the others read the section being shown
         self.tabs.param.watch(self._build_shown, "active")
         self.present_button.param.watch(self._on_present, "value")
@@ -93,6 +163,14 @@ class AppView(Viewer):
         self.tabs.param.watch(self._show_heading, "active")
         self._build_shown()
         self._on_present()
+
+    def _nav_ignored(self, errors: list[str]) -> None:
+        """Navigation a link asks for that does not exist: the section shown may not be the lab, so the page
+        says it above the sections, in the words of the lab's own notice."""
+        if errors:
+            self.link_notice.object = alert_html(html.escape("Some of the link was ignored: " + "; ".join(errors)),
+                                                 "warning")
+            self.link_notice.visible = True
 
     def _build_shown(self, *_) -> None:
         """Build the section on show the first time it is shown, and bind it like the others."""
@@ -170,12 +248,15 @@ class AppView(Viewer):
             title = (" vs ".join(s.title for s in runs.sides) + f" on {runs.model.title}") if runs else "Models"
         else:
             title = "Paper figures"
-        self.heading.object = (f"<div class='present-title' style='font-size:28px;font-weight:700'>"
+        self.heading.object = (f"<div class='present-title' style='font-size:28px;font-weight:700;white-space:nowrap;"
+                               f"overflow:hidden;text-overflow:ellipsis' title='{html.escape(title, quote=True)}'>"
                                f"{html.escape(title)}</div>")
 
     def start(self, doc, location=None):
         """Session start: bind the frame loop and the URL."""
         self._doc = doc
+        if doc is not None:
+            doc.js_on_event("document_ready", CustomJS(code=KEYS_JS))
         for view in (self.lab_view, self.lessons, self.models):
             if view is not None:
                 view.attach(doc)

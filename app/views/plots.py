@@ -44,7 +44,7 @@ from bokeh.models import (
     Scatter,
     UnionRenderers,
 )
-from bokeh.palettes import Blues256, Category10_10
+from bokeh.palettes import Blues256
 from bokeh.plotting import figure
 from bokeh.plotting.contour import contour_data
 from bokeh.transform import linear_cmap
@@ -53,8 +53,17 @@ from ..model.live_run import LiveRun
 
 # no box zoom: it brings four models per figure (its overlay and handles), and the wheel zooms as well
 TOOLS = "pan,wheel_zoom,reset,save"
-PATH_COLORS = [Category10_10[i] for i in (1, 2, 3, 4, 6, 8)]
-RUN_COLORS = {"A": "#1f77b4", "B": "#d62728"}
+# Okabe & Ito's colour-blind-safe palette (Color Universal Design, 2008): A blue, B vermilion, and the highlighted
+# chains in its other hues. Colour is never the only difference: B's bars are hatched, its lines dashed, and
+# every legend and heading names A or B with its marker (RUN_MARKS)
+PATH_COLORS = ["#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+RUN_COLORS = {"A": "#0072B2", "B": "#D55E00"}
+RUN_MARKS = {"A": "●", "B": "▲"}
+RUN_HATCH = {"A": None, "B": "/"}
+RUN_DASH = {"A": "solid", "B": "dashed"}
+# plot text: Bokeh's sizes, and a projector's (presentation mode: ≥ 18 px at 1280 wide, as the headline grows)
+TEXT_SIZES = {False: dict(title="11pt", ticks="11px", axis="13px", legend="8pt"),
+              True: dict(title="22px", ticks="18px", axis="18px", legend="18px")}
 DENSITY_PALETTE = list(reversed(Blues256))[:200]   # white at zero density, no near-black
 PATH_ROLLOVER = 150
 TRACE_ROLLOVER = 600
@@ -116,6 +125,18 @@ def new_figure(title, height, **kw):
     p.toolbar.logo = None
     p.title.text_font_size = "11pt"
     return p
+
+
+def text_size(figs, present: bool) -> None:
+    """Titles, tick labels, axis labels and legends at the normal or the presentation sizes (TEXT_SIZES)."""
+    size = TEXT_SIZES[bool(present)]
+    for f in figs:
+        f.title.text_font_size = size["title"]
+        for axis in (*f.xaxis, *f.yaxis):
+            axis.major_label_text_font_size = size["ticks"]
+            axis.axis_label_text_font_size = size["axis"]
+        for legend in f.legend:
+            legend.label_text_font_size = size["legend"]
 
 
 def _density_image(p, axes, dens, contour=True):
@@ -185,7 +206,7 @@ class RunPlots:
                 len(run.path_chains), log_view,
                 _r_box(side) if run.dim == 1 and run.has_momentum else None)
 
-    def __init__(self, run: LiveRun, side, label: str, log_view: bool = False):
+    def __init__(self, run: LiveRun, side, label: str, log_view: bool = False, present: bool = False):
         self.label, self.log_view = label, log_view
         self.key = self.structure(run, side, log_view)
         self.color = RUN_COLORS.get(run.label, "#1f77b4")
@@ -260,7 +281,13 @@ class RunPlots:
         if run.log_marginal is not None:
             self._add_log_marginal(run)
 
+        if self.dim == 1:
+            # the histogram against the exact density first: on a first screen (a laptop at 150 %, a projector)
+            # it is what tells a sampler's law, where the phase plane and the trace show how it moves
+            self.figures = self.marginals + [f for f in self.figures if f not in self.marginals]
         lighten(self.figures)
+        if present:
+            text_size(self.figures, True)
         self._y_ends = [fig.y_range.end for fig in self.marginals]
         self.metrics = pn.pane.HTML("", sizing_mode="stretch_width", disable_math=True, margin=(5, 10),
                                     styles={"font-size": "13px"})
@@ -291,6 +318,7 @@ class RunPlots:
                  y_range=Range1d(0, 1.25 * peak), x_axis_label=coord, y_axis_label="density")
         self._add_histogram(p, dict(left=f"left{i}", right=f"right{i}", top=f"top{i}", source=self.hist),
                             (xs, ys) if marg is not None else None, "top_right")
+        p.name, p.css_classes = f"marginal-{self.label}-{i}", [f"marginal-{self.label.lower()}"]
         self.marginals.append(p)
         self.figures.append(p)
 
@@ -313,10 +341,12 @@ class RunPlots:
     def _add_histogram(self, fig, columns, exact, location):
         """Bars of the samples' histogram and, over them, the exact curve (xs, ys) if known; both live
         (on the overlay level) so that the curve stays on top of the bars."""
-        style = dict(fill_color=self.color, fill_alpha=0.45, line_color=self.color, line_alpha=0.6)
+        style = dict(fill_color=self.color, fill_alpha=0.45, line_color=self.color, line_alpha=0.6,
+                     hatch_pattern=RUN_HATCH.get(self.label), hatch_color=self.color, hatch_alpha=0.8)
         source = columns.pop("source")
         bars = add_glyph(fig, Quad(bottom=0, **columns, **style), source, LIVE)
-        entries = [("samples", bars, add_glyph(fig, Quad(**style), self.blank))]
+        entries = [(f"{RUN_MARKS.get(self.label, '')} {self.label} samples".strip(), bars,
+                    add_glyph(fig, Quad(**style), self.blank))]
         if exact is not None:
             line = Line(line_color="black", line_width=2)
             entries.append(("exact", add_glyph(fig, line, ColumnDataSource(dict(x=exact[0], y=exact[1])), LIVE), None))
@@ -471,7 +501,7 @@ def metrics_html(m: dict, label: str, color: str, title: str) -> str:
         f"<td data-metric='{key}-{label.lower()}' style='font-family:monospace;text-align:right'>"
         f"{html.escape(v)}</td></tr>"
         for n, key, v in rows)
-    style = "color:#b00020;font-weight:600" if m["diverged"] or m.get("escaped") else "color:#777"
+    style = "color:#b00020;font-weight:600" if m["diverged"] or m.get("escaped") else "color:#555"
     return (f"<div style='border-left:4px solid {color};padding-left:8px'>"
             f"<div style='font-weight:600'>{html.escape(title)}</div>"
             f"<table style='border-collapse:collapse'>{cells}</table>"
@@ -514,8 +544,11 @@ class KLHistory:
     """KL of each run against the step, log scale: where naive and corrected part ways."""
 
     def __init__(self, runs, labels):
+        # fixed ranges set from the data streamed (an auto range over no data yet, or over the legend's NaN
+        # stand-ins, has Bokeh warn "could not set initial ranges" and "could not determine minimum data value
+        # for log axis" in the console at every redraw)
         self.fig = new_figure("KL to the exact density (log scale)", 200, y_axis_type="log", x_axis_label="step",
-                        y_axis_label="KL")
+                              y_axis_label="KL", x_range=Range1d(0, 1), y_range=Range1d(1e-3, 1))
         self.fig.name = "kl-history"
         self.fig.yaxis.ticker = CustomJSTicker(major_code=LOG_TICKS_JS)
         self.sources, entries = [], []
@@ -523,20 +556,22 @@ class KLHistory:
         blank = stand_in_source()
         for run, label in zip(runs, labels):
             src = ColumnDataSource(dict(t=[], kl=[]), name=f"kl-{run.label}")
-            style = dict(line_color=RUN_COLORS.get(run.label, "#1f77b4"), line_width=2)
+            style = dict(line_color=RUN_COLORS.get(run.label, "#1f77b4"), line_width=2,
+                         line_dash=RUN_DASH.get(run.label, "solid"))
             entries.append((label, add_glyph(self.fig, Line(x="t", y="kl", **style), src),
                             add_glyph(self.fig, Line(**style), blank)))
             self.sources.append(src)
         self.legend = add_legend(self.fig, entries, "top_right")
         lighten([self.fig])
         self.reset(labels)
-        browser_only(self.fig.x_range, self.fig.y_range)
 
     def reset(self, labels):
         for src, item, label in zip(self.sources, self.legend.items, labels):
             src.data = dict(t=[], kl=[])
             item.label = dict(value=label)
         self._pending = [[] for _ in self.sources]
+        self.fig.x_range.update(start=0, end=1)
+        self.fig.y_range.update(start=1e-3, end=1)
 
     EVERY = 5        # frames between points: the curve needs no more
     PUSH_EVERY = 2   # points sent together: each push redraws the whole figure, as its ranges follow the data
@@ -559,3 +594,15 @@ class KLHistory:
                     t, kl = zip(*pending)
                     src.stream(dict(t=list(t), kl=list(kl)), rollover=2000)
                     pending.clear()
+            self._fit()
+
+    def _fit(self) -> None:
+        """The ranges around the data shown (a log range in whole powers of ten: it moves seldom)."""
+        ts = [float(v) for src in self.sources for v in (*src.data["t"][:1], *src.data["t"][-1:])]
+        kls = [float(v) for src in self.sources for v in src.data["kl"]]
+        if not ts or not kls:
+            return
+        lo, hi = min(ts), max(ts)
+        self.fig.x_range.update(start=lo, end=hi if hi > lo else lo + 1)
+        self.fig.y_range.update(start=10.0 ** math.floor(math.log10(min(kls))),
+                                end=10.0 ** math.ceil(math.log10(max(kls)) + 1e-9))

@@ -17,6 +17,7 @@ import re
 from functools import partial
 
 import panel as pn
+import param
 from panel.viewable import Viewer
 
 from samplers.engine.edit import cell_variables, matrix_cells
@@ -46,14 +47,36 @@ def column_widths(cells, least: int) -> list[int]:
     return [min(420, max(least, 8 * n + 28)) for n in longest]
 
 
+# a long constant (1.8054284742430116, a metric's auto C) shows rounded in its cell, and whole in the tooltip
+LONG_NUMBER = re.compile(r"\d+\.\d{5,}(?:[eE][-+]?\d+)?")
+
+
+def rounded(cell: str) -> str:
+    """A cell's text with its long constants to 4 significant digits."""
+    return LONG_NUMBER.sub(lambda m: f"{float(m.group()):.4g}", str(cell))
+
+
 class CellInput(pn.widgets.TextInput):
-    """A text input whose whole text is also its tooltip."""
+    """A text input whose whole text is also its tooltip; `exact` (if set) is the tooltip instead: the cell's whole
+    formula where the input shows it rounded."""
+
+    exact = param.String(default="")
+    label = param.String(default="", doc="the input's accessible name where it has no visible label")
+    _rename = {**pn.widgets.TextInput._rename, "exact": None, "label": None}
 
     def _process_param_change(self, params):
         params = super()._process_param_change(params)
         if "value" in params:
-            params["html_attributes"] = {"title": params["value"] or ""}
+            params["html_attributes"] = {"title": self.exact or params["value"] or ""} | (
+                {"aria-label": self.label} if self.label else {})
         return params
+
+
+def show_cell(widget, text: str, show=None) -> None:
+    """Set a cell's input: shown through `show` (rounded), the whole text in its tooltip."""
+    text = str(text)
+    shown = show(text) if show is not None else text
+    widget.param.update(exact=text if shown != text else "", value=shown)
 
 
 def residual_badge(value) -> str:
@@ -67,9 +90,10 @@ def residual_badge(value) -> str:
             f"font-size:12px'>FP residual {value:.1e} — {word}</span>")
 
 
-def matrix_grid(which, cells, names, on_cell, prefix: str = "cell"):
+def matrix_grid(which, cells, names, on_cell, prefix: str = "cell", show=None):
     """D or Q as a grid of cell inputs, headed by the state's names: (its layout, its inputs by row);
-    on_cell(which, i, j, text) hears each edit. Each input has the class f"{prefix}-{which}-{i}-{j}"."""
+    on_cell(which, i, j, text) hears each edit. Each input has the class f"{prefix}-{which}-{i}-{j}"; `show` (e.g.
+    `rounded`) is how a cell's text is shown, its whole text then in the tooltip."""
     n = len(names)
     widths = column_widths(cells, {1: 160, 2: 100, 3: 90, 4: 80}.get(n, 72))
     widgets = []
@@ -81,8 +105,11 @@ def matrix_grid(which, cells, names, on_cell, prefix: str = "cell"):
     for i in range(n):
         row_w = []
         for j in range(n):
-            w = CellInput(value=str(cells[i][j]), width=widths[j], margin=(1, 2),
-                          css_classes=[f"{prefix}-{which}-{i}-{j}", "recipe-cell"], stylesheets=[BAD_CELL_CSS])
+            text = str(cells[i][j])
+            shown = show(text) if show is not None else text
+            w = CellInput(value=shown, exact=text if shown != text else "", width=widths[j], margin=(1, 2),
+                          css_classes=[f"{prefix}-{which}-{i}-{j}", "recipe-cell"], stylesheets=[BAD_CELL_CSS],
+                          label=f"{which} row {names[i]}, column {names[j]}")
             pn.bind(partial(on_cell, which, i, j), w, watch=True)
             row_w.append(w)
         widgets.append(row_w)
@@ -152,7 +179,7 @@ class RecipeEditor(Viewer):
 
     # -- building ---------------------------------------------------------------------
     def _make_grid(self, which, cells, names):
-        grid, self.cells[which] = matrix_grid(which, cells, names, self._on_cell)
+        grid, self.cells[which] = matrix_grid(which, cells, names, self._on_cell, show=rounded)
         return grid
 
     def _current_cells(self, side, which):
@@ -211,7 +238,7 @@ class RecipeEditor(Viewer):
             for which in ("D", "Q"):
                 for row_w, row in zip(self.cells[which], self._current_cells(side, which)):
                     for w, text in zip(row_w, row):
-                        w.value = text
+                        show_cell(w, text, rounded)
         bad = set(recipe_block.cells) if recipe_block else set()
         for which in ("D", "Q"):
             for i, row_w in enumerate(self.cells[which]):
@@ -232,7 +259,7 @@ class RecipeEditor(Viewer):
         if side is None:
             return
         cells = {w: [list(row) for row in self._current_cells(side, w)] for w in ("D", "Q")}
-        if cells[which][i][j] == text:      # what the configuration already says
+        if text in (cells[which][i][j], rounded(cells[which][i][j])):      # what the configuration already says
             return
         cells[which][i][j] = text
         own_D, own_Q = own_cells(side.base_recipe, "D"), own_cells(side.base_recipe, "Q")
