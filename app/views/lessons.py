@@ -63,7 +63,7 @@ class LessonsView(Viewer):
         lesson = next(lesson for lesson in self.lessons if lesson.slug == slug)
         query = demo_query(lesson.demo)
         self.stop()
-        self.demo = LessonDemo(query, html.escape(f"?tab=lab&{query}", quote=True), self._doc) if query else None
+        self.demo = LessonDemo(query, doc=self._doc, controls=lesson.controls, plots=lesson.plots) if query else None
         parts, text = [], []
         for kind, value in lesson.segments() + [("end", "")]:
             if kind == "markdown":
@@ -84,8 +84,7 @@ class LessonsView(Viewer):
         if self.demo is not None:
             if self.demo not in parts:     # a page without a {{demo}} line
                 parts.append(self.demo)
-            parts.insert(0, pn.pane.HTML(f"A live demo runs further down this page · <a class='lesson-demo' "
-                                         f"href='{self.demo.lab_href}'>open it in the full lab →</a>", margin=(10, 10)))
+            parts.insert(0, self.demo.top_link)
         self.page.objects = parts
 
     # the embedded demo's frame loop runs on the session's document, only while its page is shown
