@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import math
+from pathlib import Path
 
 import holoviews as hv
 import holoviews.plotting.bokeh  # noqa: F401  (registers the bokeh backend; hv.extension would write notebook output)
@@ -67,8 +68,11 @@ def table_html(path) -> str:
     body = "".join("<tr>" + "".join(f"<td class='{'num' if _is_number(c) else 'text'}'>{html.escape(c)}</td>"
                                     for c in r) + "</tr>" for r in rows)
     more = f"<div class='note'>{left_out} more rows in the CSV file.</div>" if left_out else ""
-    return (f"<div class='table-wrap'><table class='asset-table'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table></div>{more}")
+    # a box that scrolls sideways takes the keyboard's focus, so that its arrow keys scroll it (axe-core:
+    # scrollable-region-focusable)
+    label = html.escape(f"{Path(path).stem}: the table, rounded", quote=True)
+    return (f"<div class='table-wrap' tabindex='0' role='region' aria-label='{label}'><table class='asset-table'>"
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{more}")
 
 
 def _downloads(paths) -> pn.FlexBox:

@@ -62,6 +62,11 @@ def lab_href(cfg: LabConfig) -> str:
     return html.escape("?" + urlencode({"tab": "lab", **to_query(cfg)}), quote=True)
 
 
+# Bokeh's green button is white on #5cb85c, a contrast of 2.5: a darker green reads at 5.6. A number field's
+# spin buttons have no name for a screen reader: hidden (the arrow keys step the value as they did)
+BUTTON_CSS = (".bk-btn-success { background-color: #1b7a3a; border-color: #176632; color: #fff; }"
+              ".bk-btn-warning { background-color: #8a5300; border-color: #744600; color: #fff; }")
+FIELD_CSS = ".bk-spin-btn { display: none !important; }"
 HISTORY_ROLLOVER = 2000
 SAMPLE_EVERY_MS = 400          # the extra histories take a point a few times a second while the demo plays
 HISTORY_TITLES = {"kinetic temperature": "kinetic temperature r·r/d against step (1 at the target)",
@@ -139,7 +144,7 @@ class LessonDemo(Viewer):
         # the links follow the demo's settings: the full lab opens what the demo runs
         self.cfg.param.watch(self._settings_changed, [p for p in self.cfg.param if p != "name"])
         self.start_button = pn.widgets.Button(name="▶ Run the demo here", button_type="success", width=200,
-                                              css_classes=["lesson-demo-start"])
+                                              css_classes=["lesson-demo-start"], stylesheets=[BUTTON_CSS])
         self.start_button.on_click(lambda e: self._start_soon())
         self.fields = self._fields()
         self.body = pn.Column(self.header, self.start_button, *self.fields, sizing_mode="stretch_width",
@@ -168,7 +173,7 @@ class LessonDemo(Viewer):
                                         css_classes=["lesson-demo-param-error"])
         samplers = [self.cfg.sampler] + ([self.cfg.sampler_b] if self.cfg.compare else [])
         widgets = []
-        box = dict(width=130, margin=(4, 8))
+        box = dict(width=130, margin=(4, 8), stylesheets=[FIELD_CSS])
         for name in self.controls:
             if name == "potential":
                 widgets.append(pn.widgets.Select.from_param(self.cfg.param.potential, name="Target",
@@ -182,8 +187,8 @@ class LessonDemo(Viewer):
                                                    **box))
             for side in control_sides(name, samplers):
                 widgets.append(self._param_field(name, side, box))
-        return [pn.FlexBox(*widgets, flex_wrap="wrap", sizing_mode="stretch_width", css_classes=["lesson-demo-controls"]),
-                self.settings.message, self.param_error]
+        row = pn.FlexBox(*widgets, flex_wrap="wrap", sizing_mode="stretch_width", css_classes=["lesson-demo-controls"])
+        return [row, self.settings.message, self.param_error]
 
     def _param_field(self, name: str, side: int, box: dict) -> pn.widgets.TextInput:
         key = ("params", "params_b")[side]
@@ -239,8 +244,11 @@ class LessonDemo(Viewer):
             self.view.attach(self._doc or pn.state.curdoc)
             self.header.object = self._header(lab.sides)
             buttons = RunControls(lab)
-            # a narrow window wraps the slider under the buttons rather than cutting its label
-            speed = pn.Column(buttons.speed, styles={"flex": "1 1 220px", "min-width": "200px"})
+            buttons.play.stylesheets = [*buttons.play.stylesheets, BUTTON_CSS]
+            # a number field rather than the lab's slider: a slider's handle has no name a screen reader can say
+            speed = pn.widgets.IntInput.from_param(self.cfg.param.speed, name="Speed (steps per frame)", start=1,
+                                                   end=1000, width=170, margin=(4, 8), stylesheets=[FIELD_CSS],
+                                                   css_classes=["lesson-demo-speed"])
             row = pn.FlexBox(buttons.play, buttons.step, buttons.reset, speed, flex_wrap="wrap",
                              sizing_mode="stretch_width", css_classes=["lesson-demo-buttons"])
             extra = [k for k in self.plots if k in HISTORY_TITLES]
