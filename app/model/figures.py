@@ -249,7 +249,13 @@ def plot_table(path: Path, name: str = "", max_rows: int = MAX_ROWS) -> PlotTabl
             text.append(col)
     if not numeric:
         return None
+    # a row's label: its first text columns that differ between rows, as few as tell the rows apart (chen-fig1's
+    # variant names its sampler, gradient and test already)
     varying = [c for c in text if len(set(columns[c])) > 1] or text[:1]
+    for k in range(1, len(varying) + 1):
+        if len({tuple(columns[c][i] for c in varying[:k]) for i in range(len(body))}) == len(body):
+            varying = varying[:k]
+            break
     labels = [" · ".join(columns[c][i] for c in varying if columns[c][i]) or f"row {i + 1}" for i in range(len(body))]
     # two rows of one label would be drawn as one point: number them
     seen: dict[str, int] = {}

@@ -117,7 +117,7 @@ def table_plot(table: PlotTable, metric: str, title: str = "") -> hv.Element:
         # a dot plot rather than bars: a bar on a log axis has no base to stand on
         height = max(160, 34 * len(rows) + 80)
         return hv.Scatter(data, kdims=[_dim("row")], vdims=vdims).opts(
-            invert_axes=True, size=10, color="#0072B2", logy=log, responsive=True, height=height,
+            invert_axes=True, size=10, color="#0072B2", logy=log, responsive=True, min_width=240, height=height,
             xlabel="", show_grid=True, **value_format, **hover)
     groups = sorted({tuple(data[c][i] for c in table.by) for i in range(len(rows))})
     palette = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
@@ -131,8 +131,9 @@ def table_plot(table: PlotTable, metric: str, title: str = "") -> hv.Element:
         layers.append(hv.Curve(part, kdims=kdims, vdims=dims, label=label).opts(color=palette[k % 8]))
         layers.append(hv.Scatter(part, kdims=kdims, vdims=dims, label=label).opts(
             color=palette[k % 8], marker=markers[k % 8], size=9, tools=["hover"]))
-    return hv.Overlay(layers).opts(logx=table.log_scale(table.x), logy=log, responsive=True, height=380,
-                                   legend_position="right", show_grid=True, **value_format, **hover)
+    # the legend below the plot: beside it, it left no room for the curves on a phone
+    return hv.Overlay(layers).opts(logx=table.log_scale(table.x), logy=log, responsive=True, min_width=240, height=420,
+                                   legend_position="bottom", legend_cols=2, show_grid=True, **value_format, **hover)
 
 
 def plot_view(fig: Figure) -> pn.Column | None:
@@ -144,7 +145,8 @@ def plot_view(fig: Figure) -> pn.Column | None:
                              value=table.primary, width=260, margin=(4, 10), css_classes=["figure-metric"])
     # linked_axes off: every figure has a "row" axis, and linked they would share one list of rows
     plot = pn.pane.HoloViews(pn.bind(table_plot, table, pick), backend="bokeh", sizing_mode="stretch_width",
-                             linked_axes=False, margin=(4, 10), css_classes=["figure-plot"])
+                             linked_axes=False, margin=(4, 10), css_classes=["figure-plot"],
+                             styles={"overflow": "hidden", "max-width": "100%"})
     return pn.Column(pick, plot, sizing_mode="stretch_width")
 
 
