@@ -87,8 +87,9 @@ def test_lesson_5_demo_has_its_steps_controls_and_plot_and_its_link_opens_the_sa
     page.wait_for_function("""() => { for (const doc of window.Bokeh.documents) for (const m of doc.all_models)
         if (m.name === "history-kinetic temperature") return true; return false; }""", timeout=120_000)
     page.wait_for_function("""() => { for (const doc of window.Bokeh.documents) for (const m of doc.all_models)
-        if (m.name && m.name.startsWith("history-kinetic temperature-") && (m.data.get ? m.data.get("t") : m.data["t"]).length > 0)
-            return true; return false; }""", timeout=120_000)
+        if (m.name && m.name.startsWith("history-kinetic temperature-")
+            && (m.data.get ? m.data.get("t") : m.data["t"]).length > 0) return true; return false; }""",
+                           timeout=120_000)
     text = page.locator(".lesson-demo-buttons .play-button button").inner_text()
     if re.search("Pause", text):
         page.locator(".lesson-demo-buttons .play-button button").click()
