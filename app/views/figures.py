@@ -118,7 +118,7 @@ def table_plot(table: PlotTable, metric: str, title: str = "") -> hv.Element:
         height = max(160, 34 * len(rows) + 80)
         return hv.Scatter(data, kdims=[_dim("row")], vdims=vdims).opts(
             invert_axes=True, size=10, color="#0072B2", logy=log, responsive=True, min_width=240, height=height,
-            xlabel="", show_grid=True, **value_format, **hover)
+            xlabel="", show_grid=True, xticks=4, **value_format, **hover)   # four ticks fit a phone
     groups = sorted({tuple(data[c][i] for c in table.by) for i in range(len(rows))})
     palette = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
     markers = ["circle", "square", "triangle", "diamond", "inverted_triangle", "hex", "star", "plus"]
