@@ -255,8 +255,10 @@ class LessonDemo(Viewer):
             parts = [self.header, row, *self.fields, self.view]
             if extra:
                 self.history = DemoHistory(extra, ["A", "B"] if self.cfg.compare else ["A"])
-                parts.append(pn.pane.Bokeh(self._history_layout(), sizing_mode="stretch_width",
-                                           css_classes=["lesson-demo-history"]))
+                # inside the lab view's main column, as its KL history is: a Bokeh pane beside the view in the
+                # demo's column left the run's figures laid out at zero width
+                self.view.main.append(pn.pane.Bokeh(self._history_layout(), sizing_mode="stretch_width",
+                                                    css_classes=["lesson-demo-history"]))
                 lab.param.watch(self._on_playing, "playing")
                 lab.param.watch(lambda e: self._sample(), ["stepped", "version"])
             self.body.objects = parts
