@@ -90,6 +90,10 @@ def test_lesson_5_demo_has_its_steps_controls_and_plot_and_its_link_opens_the_sa
         if (m.name && m.name.startsWith("history-kinetic temperature-")
             && (m.data.get ? m.data.get("t") : m.data["t"]).length > 0) return true; return false; }""",
                            timeout=120_000)
+    # the run's figures beside the demo's own plot, laid out at their width (once they were at zero width)
+    widths = [box["width"] for box in (c.bounding_box() for c in page.locator(".lesson-live-demo .bk-Canvas").all())
+              if box]
+    assert len(widths) >= 4 and min(widths) > 100, widths
     text = page.locator(".lesson-demo-buttons .play-button button").inner_text()
     if re.search("Pause", text):
         page.locator(".lesson-demo-buttons .play-button button").click()
