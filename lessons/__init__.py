@@ -21,6 +21,8 @@ A page is YAML front matter between two `---` lines, then a Markdown body with M
       drop: [gamma]             # optional: terms dropped from the first sampler's recipe
       log: 1                    # optional: a log-scale view of a small component (simplex targets)
     checks: [recipe_residual]   # names in lessons.checks.CHECKS
+    controls: [V, eps]          # the demo's fields: settings (V, batch, potential...) or sampler parameters
+    plots: [trace, histogram, KL]   # the figures the demo shows (app/model/demo_spec.py: PLOTS)
     ---
     Markdown ... a line `{{check:recipe_residual}}` marks where the check's number goes,
     and a line `{{demo}}` where the live demo is embedded (in its "In the lab" section).
@@ -37,7 +39,7 @@ The pages ship inside the package (package data), so an installed copy finds the
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -63,6 +65,8 @@ class Lesson:
     demo: dict | str   # as in the front matter (a str: a lab preset name or query)
     checks: list       # check names
     body: str          # Markdown after the front matter
+    controls: list = field(default_factory=list)   # what the embedded demo lets the reader set (V, C, eps...)
+    plots: list = field(default_factory=list)      # the figures it shows (app/model/demo_spec.py names them)
 
     def segments(self) -> list[tuple[str, str]]:
         """The body cut at its check, demo and ladder lines: [("markdown", text), ("check", name), ("demo", ""),
@@ -92,7 +96,8 @@ def parse_lesson(path) -> Lesson:
         raise ValueError(f"{path.name}: front matter lacks {', '.join(missing)}")
     demo = meta["demo"] if isinstance(meta["demo"], str) else dict(meta["demo"])   # a str names a lab preset
     return Lesson(path.stem, path, str(meta["title"]), int(meta["order"]), str(meta["summary"]),
-                  demo, list(meta["checks"]), m.group(2))
+                  demo, list(meta["checks"]), m.group(2), [str(c) for c in meta.get("controls") or []],
+                  [str(p) for p in meta.get("plots") or []])
 
 
 def load_lessons(folder=FOLDER, strict: bool = True) -> list[Lesson]:

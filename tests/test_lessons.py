@@ -213,3 +213,92 @@ def test_the_glossary_is_a_page_of_the_app_and_links_to_it_open_it():
     assert page is not None and page.slug == GLOSSARY_SLUG and page.checks == [] and "| $V$ |" in page.body
     text = _markdown("[glossary](glossary.md), [the same](../lessons/glossary.md#v)").object
     assert text == "[glossary](?tab=lessons&lesson=glossary), [the same](?tab=lessons&lesson=glossary)"
+
+
+# -- the embedded demo: its controls and plots, and the "Try this" steps (issue 30) ----------------------------------
+
+@pytest.mark.parametrize("path", PAGES, ids=lambda p: p.stem)
+def test_every_try_this_step_can_be_done_in_the_demo_or_by_its_link(path):
+    """Each step sets only controls the demo has and watches only plots it shows, or links into the lab (a link
+    that opens the lab without a word of refusal)."""
+    from app.model.demo_spec import PLOTS, problems
+    lesson = lessons.parse_lesson(path)
+    assert lesson.plots and set(lesson.plots) <= set(PLOTS), lesson.plots
+    assert problems(lesson.slug, lesson.demo, lesson.controls, lesson.plots, lesson.body) == []
+
+
+def test_the_step_check_fails_on_a_step_the_demo_cannot_do():
+    """Power: lesson 5 as it was (a demo of Play, Step, Reset and Speed alone, no kinetic-temperature plot) fails,
+    and so do a step naming a parameter by its code name, a link the lab refuses and a control no sampler has."""
+    from app.model.demo_spec import problems
+    lesson = lessons.parse_lesson(LESSONS / "05-sghmc.md")
+    found = problems(lesson.slug, lesson.demo, [], ["phase plane", "trace", "histogram", "KL"], lesson.body)
+    assert any("step 1: sets V" in p for p in found), found
+    assert any("step 2: sets Bhat, C" in p for p in found), found
+    assert any("step 2: watches kinetic temperature" in p for p in found), found
+    demo = {"potential": "gaussian", "sampler": "sgrld", "compare": "sgrld"}
+    body = "## Try this\n\n1. **A.** Set `metric_C` to 3.\n2. **B.** Open [it](?tab=lab&s=nosuch).\n"
+    found = problems("x", demo, ["C"], ["trace"], body)
+    assert any("no setting or parameter" in p for p in found), found       # sgrld has no C
+    assert any("step 1: sets metric_C" in p for p in found), found
+    assert any("step 2: the link" in p for p in found), found
+    assert problems("x", demo, ["metric_C"], ["trace"], body.split("2.")[0]) == []
+
+
+def _demo(path):
+    from app.model.presets import demo_query
+    from app.views.lesson_demo import LessonDemo
+    lesson = lessons.parse_lesson(path)
+    demo = LessonDemo(demo_query(lesson.demo), controls=lesson.controls, plots=lesson.plots)
+    demo.cfg.chains = 50       # the figures' kinds do not depend on the number of chains
+    return lesson, demo
+
+
+# the logistic posterior's first build takes minutes on a busy machine (its exact reference); its demo is a 2-D
+# target with SGLD on both sides, drawn like lesson 3's banana
+CHEAP = [p for p in PAGES if not p.name.startswith("04-")]
+
+
+@pytest.mark.parametrize("path", CHEAP, ids=lambda p: p.stem)
+def test_the_demo_shows_exactly_the_plots_its_page_names(path):
+    lesson, demo = _demo(path)
+    demo.build()
+    assert sorted(demo.plot_kinds()) == sorted(lesson.plots)
+
+
+def test_the_demo_and_its_lab_link_agree_and_the_link_follows_its_fields():
+    """Lesson 5: the demo runs 1000 chains and its link opens 1000 (it opened the preset's 2000); a field of the
+    demo changes what the demo runs and what the link opens; a refused value is said and not applied."""
+    import html as html_mod
+    from urllib.parse import parse_qs
+
+    from app.model.config import LabConfig
+    from app.model.urlstate import apply_query
+    lesson, demo = _demo(LESSONS / "05-sghmc.md")
+    demo.cfg.chains = 1000
+    query = {k: v[0] for k, v in parse_qs(html_mod.unescape(demo.lab_href)[1:]).items()}
+    assert query["n"] == "1000" and query["tab"] == "lab"
+    linked = LabConfig()
+    assert apply_query(linked, query) == []
+    assert {k: v for k, v in linked.param.values().items() if k != "name"} == \
+        {k: v for k, v in demo.cfg.param.values().items() if k != "name"}
+    fields = {w.css_classes[0]: w for row in demo.fields[:1] for w in row.objects}
+    assert set(fields) == {"demo-control-V", "demo-control-a-C", "demo-control-b-C", "demo-control-a-Bhat",
+                           "demo-control-b-Bhat"}
+    fields["demo-control-V"].value = 0.0
+    fields["demo-control-b-C"].value = "0.2"
+    assert demo.cfg.V == 0 and demo.cfg.params_b["C"] == "0.2"
+    assert "V=0" in html_mod.unescape(demo.lab_href) and "b.C=0.2" in html_mod.unescape(demo.lab_href)
+    assert "b.C=0.2" in html_mod.unescape(demo.top_link.object)
+    fields["demo-control-b-C"].value = "-1"
+    assert demo.cfg.params_b["C"] == "0.2" and "not applied" in demo.param_error.object
+
+
+def test_the_kinetic_temperature_plot_follows_the_run():
+    """Lesson 5's extra plot: a point per sample of each side's mean r·r/d, as the runs step."""
+    lesson, demo = _demo(LESSONS / "05-sghmc.md")
+    demo.build()
+    demo.lab().step(5)
+    data = [s.data for s in demo.history.sources]
+    assert [len(d["t"]) for d in data] == [1, 1] and data[0]["t"] == [5]
+    assert all(0 < d["y"][0] < 10 for d in data)

@@ -186,3 +186,87 @@ def display_table(path: Path, max_rows: int = MAX_ROWS) -> tuple[list[str], list
     header = [h.replace("_", " ") for h in rows[0]]
     body = [[display_number(c) for c in r] for r in rows[1:max_rows + 1]]
     return header, body, max(0, len(rows) - 1 - max_rows)
+
+
+# How a reproduction's CSV is drawn when a curve says more than a row of points: its x column (log scale) and
+# the text columns whose values make one curve each. Any other CSV is drawn as one point per row (a dot plot).
+CURVES = {"scir-fig2": ("batch", ("posterior", "sampler"))}
+# the column each figure plots first (what its paper's figure or table compares); the reader may pick another
+PRIMARY = {"chen-fig1": "E_theta2", "qnhmc-logistic": "ess_per_s", "qnhmc-pmf": "test_rmse",
+           "qnhmc-table1": "ess_per_s", "recipe-fig2-left": "kl", "recipe-fig2-right": "median_steps_both_arms",
+           "recipe-lda": "final_perplexity", "scir-dpmixture": "log_predictive", "scir-fig1": "ks_omega5",
+           "scir-fig2": "ks_mean", "scir-lda": "final_perplexity"}
+
+
+@dataclass(frozen=True)
+class PlotTable:
+    """A CSV as columns to plot: text columns (str) and numeric ones (float, NaN where empty), each row's label
+    (its text cells that differ between rows), and the column to draw against (None: one point per row)."""
+    columns: dict[str, list]
+    text: tuple[str, ...]
+    numeric: tuple[str, ...]
+    labels: tuple[str, ...]
+    x: str | None = None
+    by: tuple[str, ...] = ()
+    primary: str = ""
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """The columns a reader may choose to plot: the numeric ones, less the x column."""
+        return tuple(c for c in self.numeric if c != self.x)
+
+    def log_scale(self, column: str) -> bool:
+        """Whether a column's values are all positive and span more than two decades."""
+        v = [x for x in self.columns[column] if math.isfinite(x)]
+        return bool(v) and min(v) > 0 and max(v) / min(v) > 100
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def plot_table(path: Path, name: str = "", max_rows: int = MAX_ROWS) -> PlotTable | None:
+    """The CSV's columns for an interactive plot, or None if it has no numeric column or no rows."""
+    try:
+        rows = list(csv.reader(io.StringIO(Path(path).read_text(encoding="utf-8", errors="replace"))))
+    except OSError:
+        return None
+    if len(rows) < 2:
+        return None
+    header, body = rows[0], [r + [""] * (len(rows[0]) - len(r)) for r in rows[1:max_rows + 1]]
+    columns, text, numeric = {}, [], []
+    for j, col in enumerate(header):
+        cells = [r[j].strip() for r in body]
+        values = [_float(c) if c else math.nan for c in cells]
+        if all(v is not None for v in values) and any(math.isfinite(v) for v in values):
+            columns[col] = values
+            numeric.append(col)
+        else:
+            columns[col] = cells
+            text.append(col)
+    if not numeric:
+        return None
+    # a row's label: its first text columns that differ between rows, as few as tell the rows apart (chen-fig1's
+    # variant names its sampler, gradient and test already)
+    varying = [c for c in text if len(set(columns[c])) > 1] or text[:1]
+    for k in range(1, len(varying) + 1):
+        if len({tuple(columns[c][i] for c in varying[:k]) for i in range(len(body))}) == len(body):
+            varying = varying[:k]
+            break
+    labels = [" · ".join(columns[c][i] for c in varying if columns[c][i]) or f"row {i + 1}" for i in range(len(body))]
+    # two rows of one label would be drawn as one point: number them
+    seen: dict[str, int] = {}
+    for i, label in enumerate(labels):
+        seen[label] = seen.get(label, 0) + 1
+        if labels.count(label) > 1:
+            labels[i] = f"{label} ({seen[label]})"
+    x, by = CURVES.get(name, (None, ()))
+    if x not in numeric or not set(by) <= set(text):
+        x, by = None, ()
+    metrics = [c for c in numeric if c != x]
+    varies = [c for c in metrics if len({v for v in columns[c] if math.isfinite(v)}) > 1]
+    primary = PRIMARY.get(name) if PRIMARY.get(name) in metrics else (varies or metrics or [""])[0]
+    return PlotTable(columns, tuple(text), tuple(numeric), tuple(labels), x, tuple(by), primary)

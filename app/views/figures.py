@@ -4,11 +4,15 @@ files no reproduction wrote follow under "Other files"."""
 from __future__ import annotations
 
 import html
+import math
+from pathlib import Path
 
+import holoviews as hv
+import holoviews.plotting.bokeh  # noqa: F401  (registers the bokeh backend; hv.extension would write notebook output)
 import panel as pn
 from panel.viewable import Viewer
 
-from ..model.figures import Catalogue, Figure, catalogue, display_table, preview
+from ..model.figures import Catalogue, Figure, PlotTable, catalogue, display_table, plot_table, preview
 
 STYLE = """
 :host { font-size: 14px; line-height: 1.45; }
@@ -64,8 +68,11 @@ def table_html(path) -> str:
     body = "".join("<tr>" + "".join(f"<td class='{'num' if _is_number(c) else 'text'}'>{html.escape(c)}</td>"
                                     for c in r) + "</tr>" for r in rows)
     more = f"<div class='note'>{left_out} more rows in the CSV file.</div>" if left_out else ""
-    return (f"<div class='table-wrap'><table class='asset-table'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table></div>{more}")
+    # a box that scrolls sideways takes the keyboard's focus, so that its arrow keys scroll it (axe-core:
+    # scrollable-region-focusable)
+    label = html.escape(f"{Path(path).stem}: the table, rounded", quote=True)
+    return (f"<div class='table-wrap' tabindex='0' role='region' aria-label='{label}'><table class='asset-table'>"
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{more}")
 
 
 def _downloads(paths) -> pn.FlexBox:
@@ -77,10 +84,83 @@ def _downloads(paths) -> pn.FlexBox:
                         for p in paths], flex_wrap="wrap", sizing_mode="stretch_width")
 
 
-def _image(path, caption: str) -> pn.Column:
-    pane = pn.pane.SVG(str(path)) if path.suffix.lower() == ".svg" else pn.pane.Image(str(path))
+def _image(path, caption: str, alt: str = "") -> pn.Column:
+    alt = alt or f"{path.name}: the figure described below"
+    pane = (pn.pane.SVG(str(path), alt_text=alt) if path.suffix.lower() == ".svg"
+            else pn.pane.Image(str(path), alt_text=alt))
     pane.param.update(sizing_mode="scale_width", max_width=900, styles={"max-width": "100%"}, margin=(4, 10))
     return pn.Column(pane, _html(f"<figcaption>{caption}</figcaption>"), sizing_mode="stretch_width")
+
+
+def _dim(name: str) -> hv.Dimension:
+    return hv.Dimension(name, label=name.replace("_", " "))
+
+
+def table_plot(table: PlotTable, metric: str, title: str = "") -> hv.Element:
+    """One column of a reproduction's table as HoloViews draws it: a point per row (the row's label on the
+    vertical axis) or, for a figure with an x column, a curve per group; hovering a point shows every number
+    of its row. Rows without a value in the column are left out (a log axis cannot draw them)."""
+    others = [c for c in table.numeric if c not in (metric, table.x)]
+    rows = [i for i, v in enumerate(table.columns[metric]) if math.isfinite(v)
+            and (table.x is None or math.isfinite(table.columns[table.x][i]))]
+    pick = lambda col: [col[i] for i in rows]
+    if table.x is None:
+        rows.reverse()    # a dot plot on its side lists its first row at the bottom: this puts it on top
+    data = {"row": pick(table.labels), **{c: pick(table.columns[c]) for c in table.columns}}
+    vdims = [_dim(metric)] + [_dim(c) for c in others]
+    log = table.log_scale(metric)
+    # the value axis: x once a dot plot is turned on its side
+    value_format = {} if log else {"xformatter" if table.x is None else "yformatter": "%.4g"}
+    hover = dict(tools=["hover"], default_tools=["pan", "wheel_zoom", "box_zoom", "reset", "save"],
+                 fontsize={"labels": "13px", "ticks": "12px", "title": "14px"}, title=title)
+    if table.x is None:
+        # a dot plot rather than bars: a bar on a log axis has no base to stand on
+        height = max(160, 34 * len(rows) + 80)
+        return hv.Scatter(data, kdims=[_dim("row")], vdims=vdims).opts(
+            invert_axes=True, size=10, color="#0072B2", logy=log, responsive=True, min_width=240, height=height,
+            xlabel="", show_grid=True, xticks=4, **value_format, **hover)   # four ticks fit a phone
+    groups = sorted({tuple(data[c][i] for c in table.by) for i in range(len(rows))})
+    palette = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
+    markers = ["circle", "square", "triangle", "diamond", "inverted_triangle", "hex", "star", "plus"]
+    layers = []
+    for k, group in enumerate(groups):
+        keep = [i for i in range(len(rows)) if tuple(data[c][i] for c in table.by) == group]
+        part = {key: [col[i] for i in keep] for key, col in data.items()}
+        label = " · ".join(group)
+        kdims, dims = [_dim(table.x)], vdims + [_dim("row")]
+        layers.append(hv.Curve(part, kdims=kdims, vdims=dims, label=label).opts(color=palette[k % 8]))
+        layers.append(hv.Scatter(part, kdims=kdims, vdims=dims, label=label).opts(
+            color=palette[k % 8], marker=markers[k % 8], size=9, tools=["hover"]))
+    # the legend below the plot: beside it, it left no room for the curves on a phone
+    return hv.Overlay(layers).opts(logx=table.log_scale(table.x), logy=log, responsive=True, min_width=240, height=420,
+                                   legend_position="bottom", legend_cols=2, show_grid=True, **value_format, **hover)
+
+
+def plot_view(fig: Figure) -> pn.Column | None:
+    """The reproduction's table as an interactive plot, with a choice of the column it draws."""
+    table = plot_table(fig.table, fig.name) if fig.table is not None else None
+    if table is None or not table.metrics:
+        return None
+    pick = pn.widgets.Select(name="Column plotted", options={m.replace("_", " "): m for m in table.metrics},
+                             value=table.primary, width=260, margin=(4, 10), css_classes=["figure-metric"])
+    # linked_axes off: every figure has a "row" axis, and linked they would share one list of rows
+    plot = pn.pane.HoloViews(pn.bind(table_plot, table, pick), backend="bokeh", sizing_mode="stretch_width",
+                             linked_axes=False, margin=(4, 10), css_classes=["figure-plot"],
+                             styles={"overflow": "hidden", "max-width": "100%"})
+    return pn.Column(pick, plot, sizing_mode="stretch_width")
+
+
+def _image_card(fig: Figure, caption: str) -> pn.Card:
+    """The rerun's own drawing, folded: the interactive plot above shows its numbers, and the picture is sent
+    (a tenth of a megabyte or more) only when opened."""
+    card = pn.Card(title="The figure as the rerun drew it", collapsed=True, sizing_mode="stretch_width",
+                   css_classes=["figure-image-card"], margin=(4, 10))
+
+    def opened(event):
+        if not event.new and not card.objects:
+            card.objects = [_image(fig.image, caption, f"{fig.title}, as drawn by the rerun")]
+    card.param.watch(opened, "collapsed")
+    return card
 
 
 def figure_view(fig: Figure) -> pn.Column:
@@ -101,9 +181,14 @@ def figure_view(fig: Figure) -> pn.Column:
     if fig.paper_numbers:
         text.append(f"<div class='note'>The paper's own numbers: {html.escape(fig.paper_numbers)}</div>")
     items = [_html("".join(text))]
+    plot = plot_view(fig)
+    if plot is not None:
+        items += [plot, _html(f"<figcaption>The table of <b>{html.escape(fig.title)}</b>, one column at a time: "
+                              "hover a point for every number of its row, drag or scroll to zoom.</figcaption>")]
     if fig.image is not None:
-        items.append(_image(fig.image, f"<b>{html.escape(fig.title)}</b>, as our rerun draws it (settings below); "
-                                       f"the original: {html.escape(fig.source)}."))
+        caption = (f"<b>{html.escape(fig.title)}</b>, as our rerun draws it (settings below); the original: "
+                   f"{html.escape(fig.source)}.")
+        items.append(_image(fig.image, caption) if plot is None else _image_card(fig, caption))
     if fig.table is not None:
         items.append(_html(table_html(fig.table), margin=(4, 10)))
     if fig.settings:

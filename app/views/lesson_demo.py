@@ -3,22 +3,34 @@
 The run is built on the first press of "Run the demo here", so reading a page costs the server
 nothing; it reuses the lab's model (Lab), frame loop and plots (LabView in compact form) and the
 lab's play/step/reset buttons, and it pauses when the reader leaves the page or the tab.
+
+The lesson's front matter names the demo's controls (fields for settings such as V and for the samplers'
+parameters, one per side that has it) and the extra plots it draws (the kinetic temperature, the thermostat
+ξ); app/model/demo_spec.py checks the page's "Try this" steps against them. Its link into the full lab opens
+the settings the demo runs, edits included.
 """
 from __future__ import annotations
 
 import html
+from urllib.parse import urlencode
 
 import panel as pn
+from bokeh.layouts import column
+from bokeh.models import ColumnDataSource, Range1d
+from bokeh.plotting import figure
 from panel.viewable import Viewer
 
 from samplers.registry import REGISTRY
 
 from ..model.config import LabConfig
+from ..model.demo_spec import control_sides, readouts
 from ..model.lab import Lab
-from ..model.urlstate import apply_query, parse_search
-from .controls import RunControls
+from ..model.presets import default_params, potential_names, validate_params
+from ..model.urlstate import apply_query, parse_search, to_query
+from .controls import RunControls, SettingFields, error_html, shown_params
 from .frame_loop import session_schedule
 from .lab import LabView
+from .plots import RUN_COLORS
 
 EMBED_CHAINS = 1000     # enough for a smooth histogram; the full preset runs in the lab
 
@@ -45,25 +57,163 @@ def describe(cfg: LabConfig, sides=None) -> str:
     return f"{who} on <b>{html.escape(cfg.potential)}</b>, {cfg.chains} chains, seed {cfg.seed}"
 
 
+def lab_href(cfg: LabConfig) -> str:
+    """The full lab on the demo's configuration as it is now (its chains, its edits), escaped for an href."""
+    return html.escape("?" + urlencode({"tab": "lab", **to_query(cfg)}), quote=True)
+
+
+# Bokeh's green button is white on #5cb85c, a contrast of 2.5: a darker green reads at 5.6. A number field's
+# spin buttons have no name for a screen reader: hidden (the arrow keys step the value as they did)
+BUTTON_CSS = (".bk-btn-success { background-color: #1b7a3a; border-color: #176632; color: #fff; }"
+              ".bk-btn-warning { background-color: #8a5300; border-color: #744600; color: #fff; }")
+FIELD_CSS = ".bk-spin-btn { display: none !important; }"
+HISTORY_ROLLOVER = 2000
+SAMPLE_EVERY_MS = 400          # the extra histories take a point a few times a second while the demo plays
+HISTORY_TITLES = {"kinetic temperature": "kinetic temperature r·r/d against step (1 at the target)",
+                  "xi": "thermostat ξ against step: mean, and mean ± one standard deviation"}
+
+
+class DemoHistory:
+    """The demo's extra plots: each side's kinetic temperature, or its thermostat ξ, against the step. A
+    live figure, so Bokeh streaming like the lab's own (benchmarks/holoviews_cost.py)."""
+
+    def __init__(self, kinds: list[str], labels: list[str]):
+        self.kinds = kinds
+        self.sources = [ColumnDataSource(dict(t=[], y=[], lo=[], hi=[]), name=f"history-{k}-{label}")
+                        for k in kinds for label in labels]
+        self.figures = []
+        for i, kind in enumerate(kinds):
+            fig = figure(title=HISTORY_TITLES[kind], height=200, sizing_mode="stretch_width",
+                         x_range=Range1d(0, 100), y_range=Range1d(0, 2), x_axis_label="step",
+                         y_axis_label="ξ" if kind == "xi" else "r·r/d", tools="pan,wheel_zoom,reset,save",
+                         name=f"history-{kind}")
+            fig.title.text_font_size = "13px"
+            for j, label in enumerate(labels):
+                src, color = self.sources[i * len(labels) + j], RUN_COLORS.get(label, "#1f77b4")
+                if kind == "xi":
+                    fig.varea(x="t", y1="lo", y2="hi", source=src, fill_color=color, fill_alpha=0.2)
+                fig.line(x="t", y="y", source=src, line_color=color, line_width=2, legend_label=label,
+                         line_dash="solid" if j == 0 else "dashed")
+            fig.legend.location = "top_left"
+            self.figures.append(fig)
+        self.labels = labels
+        self._t = -1
+
+    def push(self, runs) -> None:
+        t = max((run.t for run in runs), default=0)
+        if t < self._t:           # a reset or a rebuild: the history starts again
+            for src in self.sources:
+                src.data = dict(t=[], y=[], lo=[], hi=[])
+        if t == self._t:
+            return
+        self._t = t
+        for i, kind in enumerate(self.kinds):
+            for j, run in enumerate(runs[:len(self.labels)]):
+                r = readouts(run)
+                if kind not in r:
+                    continue
+                y, sd = r[kind], r.get("xi_sd", 0.0)
+                self.sources[i * len(self.labels) + j].stream(dict(t=[run.t], y=[y], lo=[y - sd], hi=[y + sd]),
+                                                              HISTORY_ROLLOVER)
+            fig = self.figures[i]
+            ys = [v for src in self.sources[i * len(self.labels):(i + 1) * len(self.labels)]
+                  for key in ("lo", "hi") for v in src.data[key]]
+            if ys:
+                lo, hi = min(ys), max(ys)
+                pad = 0.1 * (hi - lo) + 0.05
+                fig.y_range.update(start=min(fig.y_range.start, lo - pad), end=max(fig.y_range.end, hi + pad))
+            fig.x_range.end = max(fig.x_range.end, 1.1 * t)
+
+
 class LessonDemo(Viewer):
-    def __init__(self, query: str, lab_href: str = "", doc=None, **params):
+    def __init__(self, query: str, lab_href: str = "", doc=None, controls=(), plots=(), **params):
         super().__init__(**params)
-        self.query, self.lab_href, self._doc = query, lab_href, doc
+        self.query, self._doc = query, doc
         self.cfg, errors = embedded_config(query)
+        self.controls, self.plots = list(controls), list(plots)
         self.view: LabView | None = None
+        self.history: DemoHistory | None = None
         self._lab: Lab | None = None
-        link = f" · <a class='lesson-demo' href='{lab_href}'>open it in the full lab →</a>" if lab_href else ""
+        self._timer = None
         note = f"<br><span style='color:#b00020'>ignored: {html.escape('; '.join(errors))}</span>" if errors else ""
-        self._header = lambda sides=None: f"<b>Live demo</b>: {describe(self.cfg, sides)}{link}{note}"
+        self._header = lambda sides=None: (f"<b>Live demo</b>: {describe(self.cfg, sides)} · <a class='lesson-demo' "
+                                           f"href='{self.lab_href}'>open it in the full lab →</a>{note}")
         self.header = pn.pane.HTML(self._header(), sizing_mode="stretch_width", margin=(5, 10),
                                    css_classes=["lesson-demo-header"])
+        self.top_link = pn.pane.HTML(self._top(), margin=(10, 10), css_classes=["lesson-demo-top"])
+        # the links follow the demo's settings: the full lab opens what the demo runs
+        self.cfg.param.watch(self._settings_changed, [p for p in self.cfg.param if p != "name"])
         self.start_button = pn.widgets.Button(name="▶ Run the demo here", button_type="success", width=200,
-                                              css_classes=["lesson-demo-start"])
+                                              css_classes=["lesson-demo-start"], stylesheets=[BUTTON_CSS])
         self.start_button.on_click(lambda e: self._start_soon())
-        self.body = pn.Column(self.header, self.start_button, sizing_mode="stretch_width",
+        self.fields = self._fields()
+        self.body = pn.Column(self.header, self.start_button, *self.fields, sizing_mode="stretch_width",
                               css_classes=["lesson-live-demo"],
                               styles={"border": "1px solid #ddd", "border-radius": "6px", "padding": "4px"})
 
+    @property
+    def lab_href(self) -> str:
+        return lab_href(self.cfg)
+
+    def _top(self) -> str:
+        return (f"A live demo runs further down this page · <a class='lesson-demo' href='{self.lab_href}'>open it "
+                f"in the full lab →</a>")
+
+    def _settings_changed(self, *_) -> None:
+        self.header.object = self._header(self._lab.sides if self._lab is not None else None)
+        self.top_link.object = self._top()
+
+    # -- the controls the lesson names ---------------------------------------------------
+    def _fields(self) -> list:
+        """One field per setting, one per side for a sampler parameter; [] when the lesson names none."""
+        if not self.controls:
+            return []
+        self.settings = SettingFields(self.cfg, "lesson-demo-error")
+        self.param_error = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10),
+                                        css_classes=["lesson-demo-param-error"])
+        samplers = [self.cfg.sampler] + ([self.cfg.sampler_b] if self.cfg.compare else [])
+        widgets = []
+        box = dict(width=130, margin=(4, 8), stylesheets=[FIELD_CSS])
+        for name in self.controls:
+            if name == "potential":
+                widgets.append(pn.widgets.Select.from_param(self.cfg.param.potential, name="Target",
+                                                            options=potential_names(), width=180, margin=(4, 8),
+                                                            css_classes=["demo-control-potential"]))
+            elif name == "V":
+                widgets.append(self.settings.field(pn.widgets.FloatInput, "V", step=0.5, css_classes=["demo-control-V"],
+                                                   **box))
+            elif name in ("batch", "chains", "seed", "burn"):
+                widgets.append(self.settings.field(pn.widgets.IntInput, name, css_classes=[f"demo-control-{name}"],
+                                                   **box))
+            for side in control_sides(name, samplers):
+                widgets.append(self._param_field(name, side, box))
+        row = pn.FlexBox(*widgets, flex_wrap="wrap", sizing_mode="stretch_width", css_classes=["lesson-demo-controls"])
+        return [row, self.settings.message, self.param_error]
+
+    def _param_field(self, name: str, side: int, box: dict) -> pn.widgets.TextInput:
+        key = ("params", "params_b")[side]
+        sampler = lambda: (self.cfg.sampler, self.cfg.sampler_b)[side]
+        label = "AB"[side]
+        shown = lambda: shown_params(sampler(), getattr(self.cfg, key)).get(name, "")
+        field = pn.widgets.TextInput(name=f"{name} ({label}: {sampler()})", value=shown(),
+                                     css_classes=[f"demo-control-{label.lower()}-{name}"], **box)
+
+        def typed(event):
+            text = str(event.new).strip()
+            overrides = dict(getattr(self.cfg, key))
+            default = default_params(sampler()).get(name)
+            if text in ("", str(default)) or (default is None and text.lower() in ("auto", "none")):
+                overrides.pop(name, None)
+            else:
+                overrides[name] = text
+            reason = validate_params(sampler(), overrides)
+            self.param_error.object = error_html(f"{name} ({label}): {reason} (not applied)" if reason else "")
+            if not reason and overrides != getattr(self.cfg, key):
+                setattr(self.cfg, key, overrides)
+        field.param.watch(typed, "value")
+        return field
+
+    # -- running -------------------------------------------------------------------------
     def attach(self, doc) -> None:
         self._doc = doc
         if self.view is not None:
@@ -86,26 +236,82 @@ class LessonDemo(Viewer):
             self._lab.param.watch(lambda e: setattr(self.header, "object", self._header(self._lab.sides)), "version")
         return self._lab
 
-    def start(self) -> None:
-        """Build the run (first time) and play it."""
+    def build(self) -> LabView:
+        """The demo's plots and buttons (first time), without playing."""
         if self.view is None:
             lab = self.lab()
             self.view = LabView(lab, compact=True)
             self.view.attach(self._doc or pn.state.curdoc)
             self.header.object = self._header(lab.sides)
             buttons = RunControls(lab)
-            # a narrow window wraps the slider under the buttons rather than cutting its label
-            speed = pn.Column(buttons.speed, styles={"flex": "1 1 220px", "min-width": "200px"})
+            buttons.play.stylesheets = [*buttons.play.stylesheets, BUTTON_CSS]
+            # a number field rather than the lab's slider: a slider's handle has no name a screen reader can say
+            speed = pn.widgets.IntInput.from_param(self.cfg.param.speed, name="Speed (steps per frame)", start=1,
+                                                   end=1000, width=170, margin=(4, 8), stylesheets=[FIELD_CSS],
+                                                   css_classes=["lesson-demo-speed"])
             row = pn.FlexBox(buttons.play, buttons.step, buttons.reset, speed, flex_wrap="wrap",
                              sizing_mode="stretch_width", css_classes=["lesson-demo-buttons"])
-            self.body.objects = [self.header, row, self.view]
-        self.view.lab.play()
+            extra = [k for k in self.plots if k in HISTORY_TITLES]
+            parts = [self.header, row, *self.fields, self.view]
+            if extra:
+                self.history = DemoHistory(extra, ["A", "B"] if self.cfg.compare else ["A"])
+                # inside the lab view's main column, as its KL history is: a Bokeh pane beside the view in the
+                # demo's column left the run's figures laid out at zero width
+                self.view.main.append(pn.pane.Bokeh(self._history_layout(), sizing_mode="stretch_width",
+                                                    css_classes=["lesson-demo-history"]))
+                lab.param.watch(self._on_playing, "playing")
+                lab.param.watch(lambda e: self._sample(), ["stepped", "version"])
+            self.body.objects = parts
+        return self.view
+
+    def _history_layout(self):
+        return column(*self.history.figures, sizing_mode="stretch_width")
+
+    def start(self) -> None:
+        """Build the run (first time) and play it."""
+        self.build().lab.play()
+
+    def _sample(self) -> None:
+        if self.history is not None and self._lab is not None:
+            self.view.loop.with_lock(lambda: self.history.push(self._lab.runs))
+
+    def _on_playing(self, event) -> None:
+        doc = self._doc or pn.state.curdoc
+        if doc is None or doc.session_context is None:
+            return
+        if event.new and self._timer is None:
+            self._timer = doc.add_periodic_callback(self._sample, SAMPLE_EVERY_MS)
+        elif not event.new and self._timer is not None:
+            doc.remove_periodic_callback(self._timer)
+            self._timer = None
+            self._sample()
+
+    def plot_kinds(self) -> list[str]:
+        """The figures the demo shows, by the names the lessons' front matter gives them."""
+        kinds = []
+        for p in self.view.plots if self.view is not None else []:
+            if p.main is not None:
+                kinds.append("phase plane" if "phase plane" in p.main.title.text else "density")
+            if p.trace is not None:
+                kinds.append("trace")
+            for fig in p.marginals:
+                kinds.append("log histogram" if fig.title.text.startswith("log") else "histogram")
+        if self.view is not None and self.view.plots:
+            kinds.append("KL")
+        kinds += self.history.kinds if self.history is not None else []
+        return list(dict.fromkeys(kinds))
 
     def pause(self) -> None:
         if self.view is not None:
             self.view.lab.pause()
 
     def stop(self) -> None:
+        if self._timer is not None and self._doc is not None:
+            try:
+                self._doc.remove_periodic_callback(self._timer)
+            except ValueError:
+                pass
+            self._timer = None
         if self.view is not None:
             self.view.stop()
 

@@ -18,13 +18,27 @@ from .lesson_demo import LessonDemo
 # TeX's own names for < and >, which would open HTML tags. Not HTML entities: the math is handed to MathJax
 # as the HTML source between its delimiters, so an entity is typeset literally (a matrix's & showed as "amp;").
 TEX_SAFE = str.maketrans({"<": r"\lt ", ">": r"\gt "})
+# Panel's Markdown prints code in a pale blue (#82aaff, a contrast of 2.3 on white): a dark one, 4.5 at least
+LESSON_CSS = """
+:host { --code-text-color: #1d3f8f; }
+code { color: #1d3f8f; background: #f3f5f9; border-radius: 3px; padding: 0 2px; }
+.sr-only { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px; overflow: hidden;
+           clip: rect(0, 0, 0, 0); white-space: nowrap; border: 0; }
+div.tex { overflow-x: auto; }
+"""
 
 
 def _tex(content: str, options: dict) -> str:
     """dollarmath's $...$ and $$...$$ as \\(...\\) and $$...$$, which Panel's Markdown model typesets
-    with Bokeh's bundled MathJax (served by the server: no CDN)."""
+    with Bokeh's bundled MathJax (served by the server: no CDN).
+
+    That MathJax draws an SVG with role="img" and no text: the drawing is hidden from screen readers and the
+    TeX source is read in its place (visually hidden; no delimiters, so MathJax leaves it as text)."""
     body = content.translate(TEX_SAFE)
-    return f"$${body}$$" if options.get("display_mode") else f"\\({body}\\)"
+    tag = "div" if options.get("display_mode") else "span"
+    math = f"$${body}$$" if options.get("display_mode") else f"\\({body}\\)"
+    return (f"<{tag} class='tex' aria-hidden='true'>{math}</{tag}>"
+            f"<span class='sr-only'>{html.escape(content.strip())}</span>")
 
 
 def math_plugin(md):
@@ -63,7 +77,7 @@ class LessonsView(Viewer):
         lesson = next(lesson for lesson in self.lessons if lesson.slug == slug)
         query = demo_query(lesson.demo)
         self.stop()
-        self.demo = LessonDemo(query, html.escape(f"?tab=lab&{query}", quote=True), self._doc) if query else None
+        self.demo = LessonDemo(query, doc=self._doc, controls=lesson.controls, plots=lesson.plots) if query else None
         parts, text = [], []
         for kind, value in lesson.segments() + [("end", "")]:
             if kind == "markdown":
@@ -84,8 +98,7 @@ class LessonsView(Viewer):
         if self.demo is not None:
             if self.demo not in parts:     # a page without a {{demo}} line
                 parts.append(self.demo)
-            parts.insert(0, pn.pane.HTML(f"A live demo runs further down this page · <a class='lesson-demo' "
-                                         f"href='{self.demo.lab_href}'>open it in the full lab →</a>", margin=(10, 10)))
+            parts.insert(0, self.demo.top_link)
         self.page.objects = parts
 
     # the embedded demo's frame loop runs on the session's document, only while its page is shown
@@ -130,7 +143,8 @@ def _markdown(text: str, font_size: str = "15px") -> pn.pane.Markdown:
     text = re.sub(r"\]\((?:\.\./lessons/)?glossary\.md(#[\w-]*)?\)", f"](?tab=lessons&lesson={GLOSSARY_SLUG})", text)
     # 15 px: reading text, on a phone as on a projector (Panel's default is 12 px)
     return pn.pane.Markdown(text, plugins=[math_plugin], sizing_mode="stretch_width", css_classes=["lesson-body"],
-                            styles={"overflow-x": "auto", "min-width": "0", "font-size": font_size})
+                            styles={"overflow-x": "auto", "min-width": "0", "font-size": font_size},
+                            stylesheets=[LESSON_CSS])
 
 
 def _check_line(name: str) -> str:
