@@ -157,3 +157,18 @@ def wait_title(page, name: str, pattern: str, timeout: float = 30.0) -> str:
             return title
         page.wait_for_timeout(100)
     raise TimeoutError(f"figure {name} has title {title!r}, waited for /{pattern}/")
+
+
+# the text of an element, shadow roots included (Panel and Bokeh render inside them)
+DEEP_TEXT = """el => {
+    // Panel and Bokeh render inside shadow roots, which innerText does not enter
+    const walk = n => {
+        let s = n.shadowRoot ? walk(n.shadowRoot) : "";
+        for (const c of n.childNodes) {
+            if (c.nodeType === 3) s += c.textContent;
+            else if (c.nodeType === 1 && !["STYLE", "SCRIPT", "LINK"].includes(c.tagName)) s += walk(c);
+        }
+        return s;
+    };
+    return walk(el).trim();
+}"""

@@ -12,6 +12,7 @@ import pytest
 from app_browser_support import (
     ARTIFACTS,
     CHROMIUM,
+    DEEP_TEXT,
     bokeh_data,
     metric,
     metric_number,
@@ -91,20 +92,6 @@ def wait_enabled(locator, enabled: bool = True, timeout: float = 30.0):
         if time.monotonic() > deadline:
             raise AssertionError(f"{locator} did not become {'enabled' if enabled else 'disabled'}")
         time.sleep(0.05)
-
-
-DEEP_TEXT = """el => {
-    // Panel and Bokeh render inside shadow roots, which innerText does not enter
-    const walk = n => {
-        let s = n.shadowRoot ? walk(n.shadowRoot) : "";
-        for (const c of n.childNodes) {
-            if (c.nodeType === 3) s += c.textContent;
-            else if (c.nodeType === 1 && !["STYLE", "SCRIPT", "LINK"].includes(c.tagName)) s += walk(c);
-        }
-        return s;
-    };
-    return walk(el).trim();
-}"""
 
 
 def deep_text(locator, timeout: float = 15000) -> str:

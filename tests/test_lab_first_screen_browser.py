@@ -12,7 +12,7 @@ import re
 import time
 
 import pytest
-from app_browser_support import ARTIFACTS, CHROMIUM, metric_number, wait_for_step
+from app_browser_support import ARTIFACTS, CHROMIUM, DEEP_TEXT, metric_number, wait_for_step
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not __import__("os").path.exists(CHROMIUM), reason="needs /usr/bin/chromium")
@@ -58,20 +58,6 @@ def tab(browser, server):
 
 def box(page, css):
     return page.locator(css).first.bounding_box()
-
-
-DEEP_TEXT = """el => {
-    // Panel renders inside shadow roots, which innerText does not enter
-    const walk = n => {
-        let s = n.shadowRoot ? walk(n.shadowRoot) : "";
-        for (const c of n.childNodes) {
-            if (c.nodeType === 3) s += c.textContent;
-            else if (c.nodeType === 1 && !["STYLE", "SCRIPT", "LINK"].includes(c.tagName)) s += walk(c);
-        }
-        return s;
-    };
-    return walk(el).trim();
-}"""
 
 
 def text(page, css):
