@@ -109,7 +109,7 @@ def test_the_lab_counts_escaped_chains_and_the_share_outside_its_box():
     for _ in range(16):
         lab.frame()
     a, b = (run.metrics() for run in lab.runs)
-    assert a["diverged"] == 0 and a["escaped"] > 5 and a["outside"] > 0.001, a
+    assert a["diverged"] == 0 and a["escaped"] > 0 and a["outside"] > 0.001, a
     assert b["escaped"] == 0, b
 
 

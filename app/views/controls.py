@@ -113,13 +113,13 @@ class PotentialPicker(Viewer):
                                      styles={"font-size": "0.9em", "overflow-x": "auto"})
         self._pending = None
         # a model file and its CSV (docs/models.md), built off the loop in the runner's sandbox
-        self.upload = pn.widgets.FileInput(accept=".yaml,.yml,.csv", multiple=True, sizing_mode="stretch_width",
-                                           css_classes=["model-upload"])
+        # named: its label is what a screen reader announces (axe-core: a file field needs one)
+        self.upload = pn.widgets.FileInput(name="Your model: a YAML file and its CSV", accept=".yaml,.yml,.csv",
+                                           multiple=True, sizing_mode="stretch_width", css_classes=["model-upload"])
         self.upload.param.watch(self._on_upload, "value")
         self.upload_status = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["model-upload-status"],
                                           margin=(0, 10))
-        upload = pn.Column(pn.pane.HTML("<small>or upload a model file and its CSV (docs/models.md)</small>",
-                                        margin=(0, 10)), self.upload, self.upload_status,
+        upload = pn.Column(self.upload, self.upload_status,
                            sizing_mode="stretch_width")
         self.layout = pn.Column(self.select, self.formula, self.info, upload, sizing_mode="stretch_width")
         if typed:
