@@ -166,7 +166,9 @@ DEEP_TEXT = """el => {
         let s = n.shadowRoot ? walk(n.shadowRoot) : "";
         for (const c of n.childNodes) {
             if (c.nodeType === 3) s += c.textContent;
-            else if (c.nodeType === 1 && !["STYLE", "SCRIPT", "LINK"].includes(c.tagName)) s += walk(c);
+            // what is drawn on the screen: a formula's TeX kept for screen readers (.sr-only) is not
+            else if (c.nodeType === 1 && !["STYLE", "SCRIPT", "LINK"].includes(c.tagName)
+                     && !c.classList.contains("sr-only")) s += walk(c);
         }
         return s;
     };

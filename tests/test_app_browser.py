@@ -652,7 +652,7 @@ def test_a_lesson_demo_in_a_narrow_window_wraps_its_buttons_and_shows_the_speed_
     try:
         page.goto(server.url + "?tab=lessons&lesson=05-sghmc", timeout=120000)
         page.locator(".lesson-demo-start button").first.click()
-        label = page.locator(".lesson-demo-buttons .bk-slider-title").first
+        label = page.locator(".lesson-demo-speed label").first      # a named number field (issue 30: axe)
         label.wait_for(timeout=60000)
         # the header names the samplers by title, not by registry key
         header = wait_text(page.locator(".lesson-demo-header").first, "naive SGHMC", timeout=60)
