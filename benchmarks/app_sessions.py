@@ -45,6 +45,27 @@ DOCUMENT_READY = json.dumps({"events": [{"kind": "MessageSent", "msg_type": "bok
     "type": "event", "name": "document_ready", "values": {"type": "map"}}}]})
 
 
+async def bokeh_messages(ws, stop):
+    """(msgtype, content) of each whole Bokeh protocol message on a session's websocket until `stop` is set or the
+    socket closes; the document is asked for (PULL-DOC-REQ) once the server acknowledges the connection."""
+    parts, sent = [], False
+    while not stop.is_set():
+        frame = await ws.read_message()
+        if frame is None:
+            return
+        parts.append(frame)
+        header = json.loads(parts[0])
+        if len(parts) < 3 + int(header.get("num_buffers", 0)) * 2:
+            continue
+        content, parts = parts[2], []
+        kind = header["msgtype"]
+        if kind == "ACK" and not sent:
+            sent = True
+            for part in (json.dumps({"msgid": "1", "msgtype": "PULL-DOC-REQ"}), "{}", "{}"):
+                await ws.write_message(part)
+        yield kind, content
+
+
 class ProtocolClient:
     """A minimal Bokeh-protocol websocket client: enough to subscribe to a session, announce it
     loaded as a browser does, and count the frames the server pushes. (bokeh.client's own state
@@ -80,23 +101,8 @@ class ProtocolClient:
         ws = await websocket_connect(request, subprotocols=["bokeh", self.token], max_message_size=1 << 30)
         self.ws_headers = ws.headers
         try:     # a cancelled client closes its socket: its session must see the page go
-            parts = []
-            sent = False
-            while not stop.is_set():
-                frame = await ws.read_message()
-                if frame is None:
-                    break
-                parts.append(frame)
-                header = json.loads(parts[0])
-                if len(parts) < 3 + int(header.get("num_buffers", 0)) * 2:
-                    continue
-                content, parts = parts[2], []
-                kind = header["msgtype"]
-                if kind == "ACK" and not sent:
-                    sent = True
-                    for part in (json.dumps({"msgid": "1", "msgtype": "PULL-DOC-REQ"}), "{}", "{}"):
-                        await ws.write_message(part)
-                elif kind == "PULL-DOC-REPLY":
+            async for kind, content in bokeh_messages(ws, stop):
+                if kind == "PULL-DOC-REPLY":
                     self.on_patch(content)
                     self.hist_id = _find_named(json.loads(content), "hist-A")
                     for part in (json.dumps({"msgid": "2", "msgtype": "PATCH-DOC"}), "{}", DOCUMENT_READY):

@@ -157,27 +157,13 @@ class LinkClient(ProtocolClient):
         from tornado.httpclient import HTTPRequest
         from tornado.websocket import websocket_connect
 
-        from benchmarks.app_sessions import DOCUMENT_READY
+        from benchmarks.app_sessions import DOCUMENT_READY, bokeh_messages
         ws = await websocket_connect(HTTPRequest(self.ws_url), subprotocols=["bokeh", self.token],
                                      max_message_size=1 << 30)
         n = 10
         try:
-            parts, sent = [], False
-            while not stop.is_set():
-                frame = await ws.read_message()
-                if frame is None:
-                    break
-                parts.append(frame)
-                header = json.loads(parts[0])
-                if len(parts) < 3 + int(header.get("num_buffers", 0)) * 2:
-                    continue
-                content, parts = parts[2], []
-                kind = header["msgtype"]
-                if kind == "ACK" and not sent:
-                    sent = True
-                    for part in (json.dumps({"msgid": "1", "msgtype": "PULL-DOC-REQ"}), "{}", "{}"):
-                        await ws.write_message(part)
-                elif kind in ("PULL-DOC-REPLY", "PATCH-DOC"):
+            async for kind, content in bokeh_messages(ws, stop):
+                if kind in ("PULL-DOC-REPLY", "PATCH-DOC"):
                     if kind == "PULL-DOC-REPLY":
                         for part in (json.dumps({"msgid": "2", "msgtype": "PATCH-DOC"}), "{}", DOCUMENT_READY):
                             await ws.write_message(part)
