@@ -11,6 +11,7 @@ import io
 import json
 import lzma
 import sys
+import time
 import tokenize
 import warnings
 import zipfile
@@ -459,8 +460,16 @@ def cmd_reproduce(args, out):
     for name in todo:
         if name not in REPRODUCTIONS:
             raise UsageError(f"unknown reproduction '{name}' (choose from {', '.join(available)}, or all)")
-    for name in todo:
+    started = time.time()
+    for k, name in enumerate(todo, 1):
+        t0 = time.time()
+        if len(todo) > 1:
+            print(f"\n== [{k}/{len(todo)}] {name} (started {time.strftime('%H:%M:%S')})", file=out, flush=True)
         reproduce(name, args.out, args.seed, args.full, stream=out)
+        if len(todo) > 1:
+            # wall-clock per reproduction: on a shared machine it says how long the run took, not how fast it is
+            print(f"== [{k}/{len(todo)}] {name} done in {time.time() - t0:.0f} s "
+                  f"({time.time() - started:.0f} s in all)", file=out, flush=True)
 
 
 def main(argv=None, out=None) -> int:
