@@ -154,3 +154,20 @@ def test_chen_fig1_noisy_hmc_without_mh_is_as_the_authors_code_draws_it():
     from samplers.reproduce.chen import _job
     _, row, *_ = _job(("sg-hmc-nomh", 0, 1000, 2000, 500, 5))
     assert abs(row["E_theta2"] - 0.893) < 0.03, row
+
+
+def test_reproduce_all_names_each_reproduction_and_its_time(monkeypatch):
+    """`reproduce all` runs every reproduction in one command and says which it is at and how long each took
+    (the default size takes over half an hour on a shared machine)."""
+    import io
+
+    import samplers.reproduce as rp
+    from samplers.cli import main
+    ran = []
+    monkeypatch.setattr(rp, "reproduce", lambda name, *a, **k: ran.append(name))
+    out = io.StringIO()
+    assert main(["reproduce", "all", "--out", "unused"], out=out) == 0
+    assert ran == names()
+    text, n = out.getvalue(), len(names())
+    for k, name in enumerate(names(), 1):
+        assert f"[{k}/{n}] {name} (started " in text and f"[{k}/{n}] {name} done in " in text, name
