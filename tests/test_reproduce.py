@@ -171,3 +171,15 @@ def test_reproduce_all_names_each_reproduction_and_its_time(monkeypatch):
     text, n = out.getvalue(), len(names())
     for k, name in enumerate(names(), 1):
         assert f"[{k}/{n}] {name} (started " in text and f"[{k}/{n}] {name} done in " in text, name
+
+
+def test_docs_reproductions_is_what_the_assets_write():
+    """docs/reproductions.md is generated from assets/reproductions/ (never hand-edited): it says what the last run
+    wrote, verdict for verdict."""
+    import tempfile
+    from pathlib import Path
+
+    from samplers.reproduce.base import ASSETS, DOCS, write_docs
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = write_docs(ASSETS, Path(tmp) / "reproductions.md").read_text()
+    assert DOCS.read_text() == fresh
