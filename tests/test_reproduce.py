@@ -173,13 +173,8 @@ def test_reproduce_all_names_each_reproduction_and_its_time(monkeypatch):
         assert f"[{k}/{n}] {name} (started " in text and f"[{k}/{n}] {name} done in " in text, name
 
 
-def test_docs_reproductions_is_what_the_assets_write():
+def test_docs_reproductions_is_what_the_assets_write(tmp_path):
     """docs/reproductions.md is generated from assets/reproductions/ (never hand-edited): it says what the last run
     wrote, verdict for verdict."""
-    import tempfile
-    from pathlib import Path
-
     from samplers.reproduce.base import ASSETS, DOCS, write_docs
-    with tempfile.TemporaryDirectory() as tmp:
-        fresh = write_docs(ASSETS, Path(tmp) / "reproductions.md").read_text()
-    assert DOCS.read_text() == fresh
+    assert DOCS.read_text() == write_docs(ASSETS, tmp_path / "reproductions.md").read_text()
