@@ -68,11 +68,12 @@ def resolve(cfg, label: str, name: str, params: dict, editable: bool) -> tuple[d
 def checked(state: AutoState, sampler, label: str) -> AutoState:
     """The state with the fitted default filled in; SamplerError naming the field where the ladder cannot run."""
     if sampler.spec.step_param != "eps":
-        raise SamplerError(f"eps = auto (sampler {label}): this sampler steps by h, not eps")
+        raise SamplerError(tr("eps = auto (sampler {label}): this sampler steps by h, not eps", label=label))
     pot = sampler.potential
     if pot.dim > 2 and not pot.known_marginals:
-        raise SamplerError(f"eps = auto (sampler {label}) runs the step-size ladder, which needs the exact law of "
-                           f"θ₁: a target of one or two dimensions, or a Gaussian; type a number for eps")
+        raise SamplerError(tr("eps = auto (sampler {label}) runs the step-size ladder, which needs the exact law of "
+                              "θ₁: a target of one or two dimensions, or a Gaussian; type a number for eps",
+                              label=label))
     default = state.found.points[0].eps / AUTO_RUNGS[0] if state.found else float(sampler.params["eps"])
     return AutoState(state.key, state.found, default)
 

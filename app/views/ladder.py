@@ -15,6 +15,7 @@ from samplers.ladder import AUTO_RUNGS
 from samplers.registry import REGISTRY
 
 from ..model.autoeps import AUTO, explain, wants_auto
+from ..model.i18n import tr
 from ..model.lab import Lab
 from ..model.ladder import AutoEpsJob, LadderJob
 from .plots import LOG_TICKS_JS, RUN_COLORS, new_figure
@@ -193,7 +194,7 @@ class AutoEpsControl(Viewer):
         self.lab, self.cfg, self.label = lab, lab.config, side
         self.key = "params" if side == "A" else "params_b"
         self.sampler_key = "sampler" if side == "A" else "sampler_b"
-        self.toggle = pn.widgets.Checkbox(name="auto ε: the largest step whose bias is under its noise",
+        self.toggle = pn.widgets.Checkbox(name=tr("auto ε: the largest step whose bias is under its noise"),
                                           value=wants_auto(getattr(self.cfg, self.key)), margin=(4, 10),
                                           css_classes=[f"auto-eps-{side.lower()}"])
         self.status = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), disable_math=True,
@@ -244,13 +245,14 @@ class AutoEpsControl(Viewer):
         elif state.found is not None:
             text, color = explain(state), "#1b5e20" if state.found.passed else "#664d03"
         elif job.status == "running":
-            text = (f"auto ε: measuring on the step-size ladder, rung {job.rung} of at most {len(AUTO_RUNGS)} "
-                    f"({100 * job.progress:.0f} %); meanwhile the run uses the fitted default ε = "
-                    f"{state.default_eps:.3g}")
+            text = tr("auto ε: measuring on the step-size ladder, rung {rung} of at most {n} ({percent} %); "
+                      "meanwhile the run uses the fitted default ε = {eps}", rung=job.rung, n=len(AUTO_RUNGS),
+                      percent=f"{100 * job.progress:.0f}", eps=f"{state.default_eps:.3g}")
             color = "#444"
         elif job.status in ("failed", "cancelled"):
-            text = (f"auto ε (sampler {self.label}) could not be measured: {job.message}; the run uses the fitted "
-                    f"default ε = {state.default_eps:.3g} (type a number for eps)")
+            text = tr("auto ε (sampler {label}) could not be measured: {why}; the run uses the fitted default ε = "
+                      "{eps} (type a number for eps)", label=self.label, why=job.message,
+                      eps=f"{state.default_eps:.3g}")
             color = "#b00020"
         else:
             text, color = explain(state), "#444"
