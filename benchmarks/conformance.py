@@ -20,6 +20,12 @@ from conformance_cases import CORRECTED, K_SD, NAIVE, cases, measure  # noqa: E4
 from samplers.ladder import auto_eps  # noqa: E402
 from samplers.registry import build_sampler  # noqa: E402
 
+# why Welling & Teh's SGLD and mSGNHT rows fail
+WELLING_TEH_NOTE = ("Welling & Teh's FAIL rows: SGLD and mSGNHT miss the floor at their defaults, and eps=auto "
+                    "does not help: the ladder scores theta_1's marginal, and the bias lies across the posterior's "
+                    "ridge (sd 0.13), in the joint law only. At SGLD's eps=auto (0.0081) both marginals' KL are at "
+                    "their noise (0.0010 and 0.0008) while the joint's is 0.022 (docs/notes/stepsize.md). The tests "
+                    "hold them as strict expected failures with these numbers.")
 # why qnhmc's rows are hmc's
 QNHMC_NOTE = ("qnhmc's rows equal hmc's to every digit: with simulated gradient noise QNHMC does not learn B (pairs"
               ' of two independently noisy gradients are noise; it learns from exact or per-proposal minibatch '
@@ -111,6 +117,7 @@ def main():
               "and mSGNHT on it: 60 time units, as their thermostat drains the energy of a start 16 sd out; "
               "Welling & Teh's: 500 kept after 500, from exact draws) "
               "(HMC and QNHMC: a fifth of the steps, L = 10 leapfrog steps apiece), seed 1.", "", QNHMC_NOTE, "",
+              WELLING_TEH_NOTE, "",
               "| case | source |", "| --- | --- |"] + [f"| {k} | {v} |" for k, v in sources.items()]
     lines += ["", f"CPU time of this run: {time.process_time() - start:.0f} s."]
     text = "\n".join(lines) + "\n"
