@@ -185,7 +185,7 @@ class LadderView(Viewer):
 
 
 class AutoEpsControl(Viewer):
-    """eps = auto for one side: a checkbox under the sampler's fields (ticked, the configuration holds eps = auto, as
+    """eps = auto for one side: a toggle under the sampler's fields (pressed, the configuration holds eps = auto, as
     a link does; typing auto in the eps field does the same), the ladder's progress in words while it measures
     (one pane: each model is a cost at every page open), and what it chose and why."""
 
@@ -194,9 +194,10 @@ class AutoEpsControl(Viewer):
         self.lab, self.cfg, self.label = lab, lab.config, side
         self.key = "params" if side == "A" else "params_b"
         self.sampler_key = "sampler" if side == "A" else "sampler_b"
-        self.toggle = pn.widgets.Checkbox(name=tr("auto ε: the largest step whose bias is under its noise"),
-                                          value=wants_auto(getattr(self.cfg, self.key)), margin=(4, 10),
-                                          css_classes=[f"auto-eps-{side.lower()}"])
+        # a toggle button, not a checkbox: Bokeh's checkbox is an input without a label (axe-core: label, critical)
+        self.toggle = pn.widgets.Toggle(name=tr("auto ε: picked by the step-size ladder"), button_type="light",
+                                        value=wants_auto(getattr(self.cfg, self.key)), margin=(4, 10),
+                                        css_classes=[f"auto-eps-{side.lower()}"])
         self.status = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), disable_math=True,
                                    css_classes=[f"auto-eps-status-{side.lower()}"])
         self._doc = pn.state.curdoc
