@@ -195,24 +195,27 @@ class AutoEps:
     points: list[LadderPoint]
 
 
-def auto_eps(sampler: Sampler, *, chains: int = 1000, seed: int = 0, rungs=AUTO_RUNGS) -> AutoEps:
+def auto_eps(sampler: Sampler, *, chains: int = 1000, seed: int = 0, rungs=AUTO_RUNGS,
+             progress: Callable[[float], None] | None = None) -> AutoEps:
     """The largest step size of a ladder, from 4 times the target-fitted default down to 1/16 of it, whose bias
     the ladder cannot tell from Monte Carlo noise: KL within AUTO_KL_FACTOR of its noise level, |E theta_1^2 -
     exact| within AUTO_M2_SIGMAS standard errors, and no diverged chain. Rungs run largest first and stop at
     the first that passes. Simulated time is the ladder's, in the target's time unit: 1 for dynamics with a
     momentum (friction C ~ 1 sets how fast a chain forgets its start), sigma^2 / SCALE_REF^2 for Langevin
     dynamics below SCALE_REF (the time a narrow target relaxes in), so a rung costs as many steps as on a preset.
-    Needs the exact marginal of theta_1 (targets in one or two dimensions, and the Gaussians)."""
+    Needs the exact marginal of theta_1 (targets in one or two dimensions, and the Gaussians). `progress(fraction)`
+    counts rungs out of all of them: it jumps to 1 at the first that passes."""
     from samplers.stepsize import SCALE_REF, fitted_eps, order, target_scale
     scale = target_scale(sampler.target)
     base = fitted_eps(sampler, scale)
     unit = 1.0
     if order(sampler) == 2 and scale is not None and scale < SCALE_REF:
         unit = (scale / SCALE_REF) ** 2
-    points = []
+    points, n = [], len(rungs)
     for k, eps in enumerate(base * np.asarray(rungs, float)):
+        told = None if progress is None else (lambda f, k=k: progress((k + f) / n))
         p = step_ladder(sampler, [eps], chains=chains, seed=seed + k, time=12.0 * unit, burn_time=AUTO_BURN * unit,
-                        samples_per_time=2.0 / unit).points[0]
+                        samples_per_time=2.0 / unit, progress=told).points[0]
         points.append(p)
         if p.diverged == 0 and p.kl <= AUTO_KL_FACTOR * p.kl_noise and p.m2_error <= AUTO_M2_SIGMAS * p.m2_se:
             return AutoEps(float(eps), True, points)

@@ -718,3 +718,17 @@ def test_a_typed_targets_box_is_a_field_kept_in_the_link(lab):
         page.wait_for_timeout(250)       # the rebuild on the new box replaces the figure's data
     assert edges[:1] == [-4.0], edges[:2]
     assert not p.errors, p.errors
+
+
+def test_eps_auto_is_a_toggle_the_ladder_answers_and_the_link_keeps(lab, server):
+    """Issue 25, item 7: pressing auto ε writes a.eps=auto into the link, the ladder runs off the loop and the side
+    says which ε it picked and why (app/model/autoeps.py); the eps field shows auto."""
+    p = lab("?pot=double-well&s=sgld&seed=3")
+    page = p.page
+    page.locator(".auto-eps-a button").first.click()
+    page.wait_for_function("() => decodeURIComponent(window.location.search).includes('a.eps=auto')")
+    text = wait_text(page.locator(".auto-eps-status-a").first, r"auto ε = [0-9.e-]+: the largest step", timeout=120)
+    assert re.search(r"KL [0-9.e-]+ ≤ 2 × its noise", text), text
+    assert page.locator(".param-a-eps input").first.input_value() == "auto"
+    assert not server.server_errors()
+    assert not p.errors, p.errors

@@ -528,6 +528,22 @@ def test_the_a_vs_b_summary_gives_verdicts_and_a_ratio_only_once_histograms_accu
     assert "e+" not in after                       # plain numbers: 150×, never 1.5e+02×
 
 
+def test_a_stationary_recipe_beside_a_run_that_is_not_accurate_says_so():
+    """Issue 25, "What ✓ exact means": main showed "✓ exact" for the empty design, which never moves, and for SGRLD
+    on the simplex beside KL 8.9. The recipe's verdict stays what it is (✓ stationary recipe); the run's accuracy,
+    its KL against its noise floor, says ✗ biased for both."""
+    pytest.importorskip("panel")
+    from app.model.design import DESIGN
+    from app.views.lab import summary_html
+    for cfg in (dict(potential="double-well", sampler=DESIGN, chains=1000),      # the empty design: nothing moves
+                dict(potential="sparse-dirichlet", sampler="sgrld-simplex", batch=10, log_view=True, chains=200)):
+        lab = lab_for(burn=5, **cfg)
+        lab.frame(200)
+        text = summary_html(lab.sides, [r.metrics() for r in lab.runs])
+        assert lab.sides[0].exact and "✓ stationary recipe" in text and "exact" not in text.split("title")[0]
+        assert "accuracy-bad" in text and "✗ biased at this ε" in text, text
+
+
 def test_ratios_read_plainly_and_accuracy_is_against_the_noise_floor():
     pytest.importorskip("panel")
     from app.views.lab import accuracy, times

@@ -32,6 +32,7 @@ from samplers.registry import build_sampler
 from samplers.sampler import SamplerError
 from samplers.targets.potential import PotentialError
 
+from . import autoeps
 from .config import LabConfig
 from .design import DESIGN, checked, current, key_of, uses_design
 from .live_run import _MASS_CACHE, LiveRun
@@ -84,6 +85,8 @@ TERM_WORD = {"gamma": "Γ", "friction": "friction", "noise_correction": "noise c
 
 class Side:
     """What the views need to know about one of the (one or two) samplers."""
+
+    auto = None      # an autoeps.AutoState where its eps is typed "auto"
 
     def __init__(self, label, sampler, base_recipe=None, recipe=None, residual=None, term=None, edited_cells=False,
                  key=None):
@@ -174,6 +177,14 @@ def _shared_recipe(s, key):
 
 
 def _side(cfg, label, name, params, pot, editable) -> Side:
+    params, auto = autoeps.resolve(cfg, label, name, params, editable)
+    side = _built_side(cfg, label, name, params, pot, editable)
+    if auto is not None:
+        side.auto = autoeps.checked(auto, side.sampler, label)
+    return side
+
+
+def _built_side(cfg, label, name, params, pot, editable) -> Side:
     batch = cfg.batch if pot.data is not None else None
     s = build_sampler(name, pot, None if batch else cfg.V, batch, **params)
     if s.spec.recipe is None or pot.dim > MAX_RECIPE_DIM:

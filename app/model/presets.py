@@ -14,6 +14,7 @@ from samplers.sampler import SamplerError, coerce_params
 from samplers.targets.potential import Potential, PotentialError
 from samplers.targets.presets import get_potential, parse_box, preset_names
 
+from .autoeps import without_auto
 from .modelupload import PREFIX as UPLOAD_PREFIX
 from .modelupload import load_uploaded
 
@@ -79,9 +80,11 @@ def param_help(key: str, spec) -> str | None:
 
 
 def validate_params(sampler: str, params: dict) -> str | None:
-    """None when `params` are acceptable overrides for `sampler`, else the library's one-line reason."""
+    """None when `params` are acceptable overrides for `sampler`, else the library's one-line reason. eps = auto
+    is the lab's (autoeps.py): the library's checks see the rest."""
     try:
-        coerce_params(get_spec(sampler), params)
+        spec = get_spec(sampler)
+        coerce_params(spec, without_auto(params) if "eps" in spec.defaults else params)
     except SamplerError as err:
         return str(err)
     return None

@@ -34,6 +34,7 @@ from ..model.presets import (
     validate_params,
 )
 from ..model.runner import Failure
+from .ladder import AutoEpsControl
 
 TYPED_OPTION = "type U(x) or U(x, y)…"
 MORE = ("beta", "eps_b", "eps_c")     # ParamFields shows these on request
@@ -269,6 +270,7 @@ class ParamFields(Viewer):
         self.more = pn.widgets.Button(name="β and step-size schedule…", button_type="light", margin=(0, 10),
                                       css_classes=[f"params-more-{side.lower()}"])
         self.more.on_click(self._show_more)
+        self.auto = AutoEpsControl(lab, side)      # eps = auto: the step-size ladder picks ε
         self._more = False
         self._showing = False
         self._build()
@@ -360,7 +362,7 @@ class ParamFields(Viewer):
             self._showing = False
 
     def __panel__(self):
-        return pn.Column(self.grid, self.more, self.error, sizing_mode="stretch_width")
+        return pn.Column(self.grid, self.auto, self.more, self.error, sizing_mode="stretch_width")
 
 
 def describe_sampler(name: str) -> str:

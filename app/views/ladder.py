@@ -1,4 +1,5 @@
-"""The bias-against-step-size view: run the ladder for the lab's samplers and plot error against ε, log-log."""
+"""The bias-against-step-size view: run the ladder for the lab's samplers and plot error against ε, log-log; and
+the eps = auto control of a sampler's fields (autoeps.py)."""
 from __future__ import annotations
 
 import html
@@ -10,8 +11,13 @@ import panel as pn
 from bokeh.models import ColumnDataSource, CustomJSTicker, Legend, LegendItem
 from panel.viewable import Viewer
 
+from samplers.ladder import AUTO_RUNGS
+from samplers.registry import REGISTRY
+
+from ..model.autoeps import AUTO, explain, wants_auto
+from ..model.i18n import tr
 from ..model.lab import Lab
-from ..model.ladder import LadderJob
+from ..model.ladder import AutoEpsJob, LadderJob
 from .plots import LOG_TICKS_JS, RUN_COLORS, new_figure
 
 POLL_MS = 250
@@ -176,3 +182,87 @@ class LadderView(Viewer):
 
     def __panel__(self):
         return self.body
+
+
+class AutoEpsControl(Viewer):
+    """eps = auto for one side: a toggle under the sampler's fields (pressed, the configuration holds eps = auto, as
+    a link does; typing auto in the eps field does the same), the ladder's progress in words while it measures
+    (one pane: each model is a cost at every page open), and what it chose and why."""
+
+    def __init__(self, lab: Lab, side: str = "A", **params):
+        super().__init__(**params)
+        self.lab, self.cfg, self.label = lab, lab.config, side
+        self.key = "params" if side == "A" else "params_b"
+        self.sampler_key = "sampler" if side == "A" else "sampler_b"
+        # a toggle button, not a checkbox: Bokeh's checkbox is an input without a label (axe-core: label, critical)
+        self.toggle = pn.widgets.Toggle(name=tr("auto ε: picked by the step-size ladder"), button_type="light",
+                                        value=wants_auto(getattr(self.cfg, self.key)), margin=(4, 10),
+                                        css_classes=[f"auto-eps-{side.lower()}"])
+        self.status = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), disable_math=True,
+                                   css_classes=[f"auto-eps-status-{side.lower()}"])
+        self._doc = pn.state.curdoc
+        self._cb = None
+        self.job = AutoEpsJob(lab, side)
+        self.toggle.param.watch(self._on_toggle, "value")
+        self.cfg.param.watch(self._follow, [self.key, self.sampler_key])
+        self.job.param.watch(self._on_job, ["status", "progress"])
+        lab.param.watch(lambda e: self._show(), "version")
+        self._follow()
+        self._on_job()
+
+    def _on_toggle(self, event) -> None:
+        params = dict(getattr(self.cfg, self.key))
+        if event.new:
+            params["eps"] = AUTO
+        elif wants_auto(params):
+            params.pop("eps")
+        if params != getattr(self.cfg, self.key):
+            setattr(self.cfg, self.key, params)
+
+    def _follow(self, *_) -> None:
+        name = getattr(self.cfg, self.sampler_key)
+        self.toggle.visible = name in REGISTRY and "eps" in REGISTRY[name].defaults
+        wanted = wants_auto(getattr(self.cfg, self.key))
+        if self.toggle.value != wanted:
+            self.toggle.value = wanted
+
+    def _on_job(self, *_) -> None:
+        running = self.job.status == "running"
+        if running and self._cb is None and self._doc is not None and self._doc.session_context is not None:
+            self._cb = self._doc.add_periodic_callback(self.job.poll, POLL_MS)
+        elif not running and self._cb is not None:
+            try:
+                self._doc.remove_periodic_callback(self._cb)
+            except ValueError:
+                pass
+            self._cb = None
+        self._show()
+
+    def _show(self) -> None:
+        state = self.job.state
+        job = self.job
+        if state is None:
+            text, color = "", "#444"
+        elif state.found is not None:
+            text, color = explain(state), "#1b5e20" if state.found.passed else "#664d03"
+        elif job.status == "running":
+            text = tr("auto ε: measuring on the step-size ladder, rung {rung} of at most {n} ({percent} %); "
+                      "meanwhile the run uses the fitted default ε = {eps}", rung=job.rung, n=len(AUTO_RUNGS),
+                      percent=f"{100 * job.progress:.0f}", eps=f"{state.default_eps:.3g}")
+            color = "#444"
+        elif job.status in ("failed", "cancelled"):
+            text = tr("auto ε (sampler {label}) could not be measured: {why}; the run uses the fitted default ε = "
+                      "{eps} (type a number for eps)", label=self.label, why=job.message,
+                      eps=f"{state.default_eps:.3g}")
+            color = "#b00020"
+        else:
+            text, color = explain(state), "#444"
+        html_ = f"<div style='font-size:12px;color:{color}'>{html.escape(text)}</div>" if text else ""
+        if self.status.object != html_:
+            self.status.object = html_
+
+    def close(self) -> None:
+        self.job.cancel("the session ended")
+
+    def __panel__(self):
+        return pn.Column(self.toggle, self.status, sizing_mode="stretch_width")
