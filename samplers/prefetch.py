@@ -28,8 +28,17 @@ class _Chunks:
     """Hands out `standard_normal` from consecutive chunks of normals, in order (views of a chunk where
     one holds the request)."""
     dtype = np.dtype(np.float64)
+    _live = True   # whether requests in its own dtype are served from chunks (False once closed)
 
     def standard_normal(self, size=None, dtype=None, out=None):
+        # a step's request (a shape, its own dtype) that the current chunk holds: a view, in few Python
+        # operations (at 10^3 chains a step makes two of them, and its Python is most of it)
+        if dtype is None and out is None and type(size) is tuple and self._live:
+            end = self._pos + math.prod(size)
+            if end <= self._buf.size:
+                got = self._buf[self._pos: end]
+                self._pos = end
+                return got.reshape(size)
         dtype = self.dtype if dtype is None else dtype
         if not self._serves(dtype):
             return self._passed("standard_normal")(size, dtype=dtype, out=out)
@@ -167,7 +176,7 @@ class NormalsAhead(_Chunks):
         chunk in use, which goes back to the `Float32Normals`)."""
         if self._done:
             return
-        self._done = True
+        self._done, self._live = True, False
         self._stop.set()
         while self._thread.is_alive():   # empty the queue so that a waiting put returns and the thread ends
             while not self._ready.empty():

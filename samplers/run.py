@@ -168,12 +168,15 @@ class Ensemble:
         if len(self.blocks) > 1:
             return self._advance_blocks(step, steps)
         with self.drawing_ahead(steps), np.errstate(all="ignore"):   # overflow: the guard catches it, per chain
-            rng = self._draws
-            for _ in range(steps):
+            rng, record, guard, dtype, every = self._draws, self.stats.record, self.guard, self.dtype, slice(None)
+            for _ in range(steps):   # at 10^3 chains a step is ~10 us: this loop's Python is kept to the least
                 self.t += 1
                 new, info = step(self.z, rng, self.t)
-                self.stats.record(info)
-                self.z = self.guard.apply(self.z, new.astype(self.dtype, copy=False))
+                record(info)
+                if new.dtype != dtype:
+                    new = new.astype(dtype)
+                self.z = guard.apply_rows(every, self.z, new, guard.step)
+                guard.step += 1
         return self.z
 
     @contextmanager
