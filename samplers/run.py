@@ -66,20 +66,23 @@ def _cores() -> int:
 # threads that step blocks: every core (SGMCMC_THREADS overrides; 1 keeps every run on one stream)
 WORKERS = int(os.environ.get("SGMCMC_THREADS") or _cores())
 PARALLEL_FROM = 8_192    # chains from which blocks on threads beat one stream (docs/notes/throughput.md)
-BLOCK_MAX = 16_384       # chains per block at most: a block's temporaries stay in the core's cache
+BLOCK_MAX = 16_384       # float64 chains per block at most: a block's temporaries stay in the core's cache
+                         # (float32: twice as many, the same bytes)
 AHEAD_FROM = 8 * CHUNK   # state entries x steps from which one stream's normals are drawn ahead (a chunk or
                          # two are drawn in vain at the end)
 DTYPES = ("float64", "float32")   # the state's precision; the engine computes in float64 either way
 _POOLS: dict = {}   # by process id: a forked child (the lab's trials, the ladder) has none of its parent's threads
 
 
-def block_plan(chains: int, workers: int | None = None) -> list[slice]:
+def block_plan(chains: int, workers: int | None = None, dtype="float64") -> list[slice]:
     """The blocks an ensemble of `chains` steps in: one below PARALLEL_FROM chains or on one core, else a
-    multiple of the worker count of near-equal blocks of at most BLOCK_MAX chains."""
+    multiple of the worker count of near-equal blocks of at most BLOCK_MAX float64 chains' bytes (float32:
+    2 BLOCK_MAX chains; half as many blocks, so half the Python and thread hand-overs per chain-step)."""
     workers = WORKERS if workers is None else workers
     if workers < 2 or chains < PARALLEL_FROM:
         return [slice(0, chains)]
-    return even_blocks(chains, workers * -(-chains // (workers * BLOCK_MAX)))
+    most = BLOCK_MAX * 8 // np.dtype(dtype).itemsize
+    return even_blocks(chains, workers * -(-chains // (workers * most)))
 
 
 def even_blocks(chains: int, k: int) -> list[slice]:
@@ -133,7 +136,7 @@ class Ensemble:
             self.z = np.asfortranarray(self.z)
         n = self.z.shape[0]
         if blocks is None:
-            self.blocks = block_plan(n) if sampler.blockwise else [slice(0, n)]
+            self.blocks = block_plan(n, dtype=self.dtype) if sampler.blockwise else [slice(0, n)]
         elif blocks < 1 or (blocks > 1 and not sampler.blockwise):
             raise ValueError(f"{sampler.name} with {sampler.oracle.describe()} does not step in blocks" if blocks > 1
                              else f"need at least one block, got {blocks}")
