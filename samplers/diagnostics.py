@@ -441,7 +441,7 @@ def all_within(z, bound=1e6) -> bool:
     """Whether every entry is finite and within the bound: the common case, in two reductions without
     temporaries (a NaN makes max NaN, which fails the test). float32: first in one pass, the sum of squares,
     which bounds every |z| (a NaN or an overflow fails it too); the reductions decide where it does not pass."""
-    if z.dtype == np.float32 and z.size <= _SUMSQ_MAX:
+    if z.dtype == np.float32 and 0 < z.size <= _SUMSQ_MAX:
         flat = z.ravel(order="K")
         if _dot(flat, flat) <= _SUMSQ_SHARE * bound * bound:
             return True

@@ -203,7 +203,7 @@ class Ensemble:
         block needs no other between its steps, and its state stays in its core's cache. Each worker takes
         the next block left until none is, so a core slowed by another process takes fewer."""
         new = np.empty_like(self.z, order="F")
-        t0, g0, guard = self.t, self.guard.step, self.guard
+        t0, g0, guard, dtype = self.t, self.guard.step, self.guard, self.dtype
         infos = [None] * len(self.blocks)
         todo = iter(range(len(self.blocks)))   # next() on it holds the GIL: each block goes to one worker
 
@@ -214,7 +214,9 @@ class Ensemble:
                     zb = self.z[rows]
                     for k in range(steps):
                         nb, info = step(zb, rng, t0 + k + 1)
-                        zb = guard.apply_rows(rows, zb, nb.astype(self.dtype, copy=False), g0 + k)
+                        if nb.dtype != dtype:
+                            nb = nb.astype(dtype)
+                        zb = guard.apply_rows(rows, zb, nb, g0 + k)
                         got.append(info)
                     new[rows], infos[i] = zb, got
 
