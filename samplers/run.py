@@ -166,7 +166,7 @@ class Ensemble:
         return self.guard.n_diverged
 
     def advance(self, steps: int = 1) -> np.ndarray:
-        step = self.sampler.engine_step if self.engine else self.sampler.step
+        step = self.sampler.engine_step if self.engine else self.sampler.stepper()
         steps = int(steps)
         if len(self.blocks) > 1:
             return self._advance_blocks(step, steps)
