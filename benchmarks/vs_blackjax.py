@@ -156,7 +156,8 @@ def main():
     print(f"chain-steps/s, best of {args.rounds} interleaved rounds; {CORES} cores, {len(jax.devices())} XLA CPU "
           f"devices; BlackJAX {blackjax.__version__}, jax {jax.__version__}, numpy {np.__version__}; "
           f"load average {os.getloadavg()[0]:.1f} at the start")
-    print("blocks: the project's chain blocks in float64/float32; BJ: BlackJAX's best of one device and sharded over all (which one: 1 or s); ratio: project / BJ, "
+    print("blocks: the project's chain blocks in float64/float32")
+    print("BJ: BlackJAX's best of one device and sharded over all (which one: 1 or s); ratio: project / BJ, "
           "same precision; ns: each one's least process CPU (all threads) per chain-step over the rounds, "
           "which another process's load moves less")
     print(f"{'sampler':8s}{'chains':>9s}{'blocks':>7s}{'proj f64':>11s}{'BJ f64':>13s}{'ratio':>7s}"
