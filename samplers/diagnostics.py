@@ -450,10 +450,10 @@ def all_within(z, bound=1e6) -> bool:
                 and np.minimum.reduce(z, axis=None) >= -bound)
 
 
-# The float32 sum of squares: BLAS's sdot, one pass, a third of the two reductions' time at 10^3-10^4 entries
-# (docs/notes/throughput.md). Not for float64: OpenBLAS threads ddot from 10^4 entries, which inside the chain
-# blocks' threads costs 100x. A float32 sum of n squares is within n u (u = 2^-24) of the exact one, so below
-# a quarter of bound^2 the exact sum is below bound^2 for n up to 2^22.
+# The float32 sum of squares: BLAS's sdot, one pass against two reductions (docs/notes/throughput.md). Not for
+# float64: OpenBLAS threads ddot on large vectors, which inside the chain blocks' threads would contend with them.
+# A float32 sum of n squares is within n u (u = 2^-24) of the exact one, so below a quarter of bound^2 the exact
+# sum is below bound^2 for n up to 2^22.
 _dot = np.dot
 _SUMSQ_MAX = 1 << 22
 _SUMSQ_SHARE = 0.25

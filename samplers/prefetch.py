@@ -98,8 +98,8 @@ def normals_from_words(words: np.ndarray, out: np.ndarray) -> np.ndarray:
     """Two float32 N(0, 1) per 64-bit word, Box and Muller's (1958) pair: the words read as 2n 32-bit ones, k
     for the k-th pair and n + k, with u = (k-th + 1/2) / 2^32 in (0, 1), phi = 2 pi ((n + k)-th, signed) / 2^32
     in [-pi, pi) and rho = sqrt(-2 ln u), out = (rho cos phi for each pair, then rho sin phi for each pair),
-    independent standard normals. (The halves of one word, u from the low and phi from the high, cost two
-    strided conversions: 15 % more.)
+    independent standard normals. (Not u from each word's low half and phi from its high half: that makes
+    both conversions strided, and slower.)
 
     Vectorised passes over half as many entries cost a fraction of numpy's float32 ziggurat
     (`Generator.standard_normal(dtype=np.float32)`), whose branching per variate is most of a float32 step

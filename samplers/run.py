@@ -172,7 +172,7 @@ class Ensemble:
             return self._advance_blocks(step, steps)
         with self.drawing_ahead(steps), np.errstate(all="ignore"):   # overflow: the guard catches it, per chain
             rng, record, guard, dtype, every = self._draws, self.stats.record, self.guard, self.dtype, slice(None)
-            for _ in range(steps):   # at 10^3 chains a step is ~10 us: this loop's Python is kept to the least
+            for _ in range(steps):   # a small ensemble's step is mostly Python: this loop's is kept to the least
                 self.t += 1
                 new, info = step(self.z, rng, self.t)
                 record(info)

@@ -361,8 +361,8 @@ class Sampler:
 
     def stepper(self) -> Callable:
         """`step` for a run of steps with these parameters: the fast path itself where `step` would take it at
-        every step (nothing resampled), without `step`'s checks each time (at 10^3 chains a float32 step is
-        ~10 us, of which these were 0.5)."""
+        every step (nothing resampled), without `step`'s checks each time (a small ensemble's step is mostly
+        Python: docs/notes/throughput.md)."""
         if not self.params.get("resample_every") and (self.fast_ok or self.needs_fast_path()):
             return functools.partial(self.spec.fast, self)
         return self.step
