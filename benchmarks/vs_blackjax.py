@@ -156,6 +156,7 @@ def main():
     print(f"chain-steps/s, best of {args.rounds} interleaved rounds; {CORES} cores, {len(jax.devices())} XLA CPU "
           f"devices; BlackJAX {blackjax.__version__}, jax {jax.__version__}, numpy {np.__version__}; "
           f"load average {os.getloadavg()[0]:.1f} at the start")
+    print("blocks: the project's chain blocks in float64/float32")
     print("BJ: BlackJAX's best of one device and sharded over all (which one: 1 or s); ratio: project / BJ, "
           "same precision; ns: each one's least process CPU (all threads) per chain-step over the rounds, "
           "which another process's load moves less")
@@ -179,7 +180,8 @@ def main():
             for p in ("64", "32"):
                 one, sharded = rate["bj" + p], rate["bj" + p + "s"]
                 bj[p] = (max(one, sharded), "s" if sharded > one else "1", min(ns["bj" + p], ns["bj" + p + "s"]))
-            print(f"{name:8s}{chains:9d}{len(block_plan(chains)):7d}"
+            blocks = f"{len(block_plan(chains))}/{len(block_plan(chains, dtype='float32'))}"
+            print(f"{name:8s}{chains:9d}{blocks:>7s}"
                   f"{rate['p64']:11.3e}{bj['64'][0]:11.3e} {bj['64'][1]}{rate['p64'] / bj['64'][0]:7.2f}"
                   f"{rate['p32']:11.3e}{bj['32'][0]:11.3e} {bj['32'][1]}{rate['p32'] / bj['32'][0]:7.2f}"
                   f"{rate['p64'] / rate['floor']:9.2f}"

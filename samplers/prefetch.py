@@ -28,8 +28,17 @@ class _Chunks:
     """Hands out `standard_normal` from consecutive chunks of normals, in order (views of a chunk where
     one holds the request)."""
     dtype = np.dtype(np.float64)
+    _live = True   # whether requests in its own dtype are served from chunks (False once closed)
 
     def standard_normal(self, size=None, dtype=None, out=None):
+        # a step's request (a shape, its own dtype) that the current chunk holds: a view, in few Python
+        # operations (at 10^3 chains a step makes two of them, and its Python is most of it)
+        if dtype is None and out is None and type(size) is tuple and self._live:
+            end = self._pos + math.prod(size)
+            if end <= self._buf.size:
+                got = self._buf[self._pos: end]
+                self._pos = end
+                return got.reshape(size)
         dtype = self.dtype if dtype is None else dtype
         if not self._serves(dtype):
             return self._passed("standard_normal")(size, dtype=dtype, out=out)
@@ -86,23 +95,24 @@ class Float32Normals(_Chunks):
 
 
 def normals_from_words(words: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """Two float32 N(0, 1) per 64-bit word, Box and Muller's (1958) pair: with u = (low half + 1/2) / 2^32 in
-    (0, 1), phi = 2 pi (high half, signed) / 2^32 in [-pi, pi) and rho = sqrt(-2 ln u), out = (rho cos phi for
-    each word, then rho sin phi for each word), independent standard normals.
+    """Two float32 N(0, 1) per 64-bit word, Box and Muller's (1958) pair: the words read as 2n 32-bit ones, k
+    for the k-th pair and n + k, with u = (k-th + 1/2) / 2^32 in (0, 1), phi = 2 pi ((n + k)-th, signed) / 2^32
+    in [-pi, pi) and rho = sqrt(-2 ln u), out = (rho cos phi for each pair, then rho sin phi for each pair),
+    independent standard normals. (Not u from each word's low half and phi from its high half: that makes
+    both conversions strided, and slower.)
 
     Vectorised passes over half as many entries cost a fraction of numpy's float32 ziggurat
     (`Generator.standard_normal(dtype=np.float32)`), whose branching per variate is most of a float32 step
     (docs/notes/throughput.md). The 32-bit u cuts the law at |z| = sqrt(2 ln 2^33) = 6.77, a mass of 1.3e-11
     (tests/test_prefetch.py checks the law)."""
     n = words.size
-    halves = words.view(np.uint32).reshape(-1, 2)   # little-endian: [:, 0] the low half
     rho, second = out[:n], out[n:]
-    np.multiply(halves[:, 0], np.float32(TWO32), out=rho, dtype=np.float32)
+    np.multiply(words.view(np.uint32)[:n], np.float32(TWO32), out=rho, dtype=np.float32)
     rho += np.float32(TWO32 / 2)
     np.log(rho, out=rho)
     rho *= np.float32(-2.0)
     np.sqrt(rho, out=rho)
-    phi = np.multiply(words.view(np.int32).reshape(-1, 2)[:, 1], np.float32(2 * np.pi * TWO32), dtype=np.float32)
+    phi = np.multiply(words.view(np.int32)[n:], np.float32(2 * np.pi * TWO32), dtype=np.float32)
     np.sin(phi, out=second)
     second *= rho
     np.cos(phi, out=phi)
@@ -167,7 +177,7 @@ class NormalsAhead(_Chunks):
         chunk in use, which goes back to the `Float32Normals`)."""
         if self._done:
             return
-        self._done = True
+        self._done, self._live = True, False
         self._stop.set()
         while self._thread.is_alive():   # empty the queue so that a waiting put returns and the thread ends
             while not self._ready.empty():

@@ -66,20 +66,23 @@ def _cores() -> int:
 # threads that step blocks: every core (SGMCMC_THREADS overrides; 1 keeps every run on one stream)
 WORKERS = int(os.environ.get("SGMCMC_THREADS") or _cores())
 PARALLEL_FROM = 8_192    # chains from which blocks on threads beat one stream (docs/notes/throughput.md)
-BLOCK_MAX = 16_384       # chains per block at most: a block's temporaries stay in the core's cache
+BLOCK_MAX = 16_384       # float64 chains per block at most: a block's temporaries stay in the core's cache
+                         # (float32: twice as many, the same bytes)
 AHEAD_FROM = 8 * CHUNK   # state entries x steps from which one stream's normals are drawn ahead (a chunk or
                          # two are drawn in vain at the end)
 DTYPES = ("float64", "float32")   # the state's precision; the engine computes in float64 either way
 _POOLS: dict = {}   # by process id: a forked child (the lab's trials, the ladder) has none of its parent's threads
 
 
-def block_plan(chains: int, workers: int | None = None) -> list[slice]:
+def block_plan(chains: int, workers: int | None = None, dtype="float64") -> list[slice]:
     """The blocks an ensemble of `chains` steps in: one below PARALLEL_FROM chains or on one core, else a
-    multiple of the worker count of near-equal blocks of at most BLOCK_MAX chains."""
+    multiple of the worker count of near-equal blocks of at most BLOCK_MAX float64 chains' bytes (float32:
+    2 BLOCK_MAX chains; half as many blocks, so half the Python and thread hand-overs per chain-step)."""
     workers = WORKERS if workers is None else workers
     if workers < 2 or chains < PARALLEL_FROM:
         return [slice(0, chains)]
-    return even_blocks(chains, workers * -(-chains // (workers * BLOCK_MAX)))
+    most = BLOCK_MAX * 8 // np.dtype(dtype).itemsize
+    return even_blocks(chains, workers * -(-chains // (workers * most)))
 
 
 def even_blocks(chains: int, k: int) -> list[slice]:
@@ -133,7 +136,7 @@ class Ensemble:
             self.z = np.asfortranarray(self.z)
         n = self.z.shape[0]
         if blocks is None:
-            self.blocks = block_plan(n) if sampler.blockwise else [slice(0, n)]
+            self.blocks = block_plan(n, dtype=self.dtype) if sampler.blockwise else [slice(0, n)]
         elif blocks < 1 or (blocks > 1 and not sampler.blockwise):
             raise ValueError(f"{sampler.name} with {sampler.oracle.describe()} does not step in blocks" if blocks > 1
                              else f"need at least one block, got {blocks}")
@@ -163,17 +166,20 @@ class Ensemble:
         return self.guard.n_diverged
 
     def advance(self, steps: int = 1) -> np.ndarray:
-        step = self.sampler.engine_step if self.engine else self.sampler.step
+        step = self.sampler.engine_step if self.engine else self.sampler.stepper()
         steps = int(steps)
         if len(self.blocks) > 1:
             return self._advance_blocks(step, steps)
         with self.drawing_ahead(steps), np.errstate(all="ignore"):   # overflow: the guard catches it, per chain
-            rng = self._draws
-            for _ in range(steps):
+            rng, record, guard, dtype, every = self._draws, self.stats.record, self.guard, self.dtype, slice(None)
+            for _ in range(steps):   # a small ensemble's step is mostly Python: this loop's is kept to the least
                 self.t += 1
                 new, info = step(self.z, rng, self.t)
-                self.stats.record(info)
-                self.z = self.guard.apply(self.z, new.astype(self.dtype, copy=False))
+                record(info)
+                if new.dtype != dtype:
+                    new = new.astype(dtype)
+                self.z = guard.apply_rows(every, self.z, new, guard.step)
+                guard.step += 1
         return self.z
 
     @contextmanager
@@ -197,7 +203,7 @@ class Ensemble:
         block needs no other between its steps, and its state stays in its core's cache. Each worker takes
         the next block left until none is, so a core slowed by another process takes fewer."""
         new = np.empty_like(self.z, order="F")
-        t0, g0, guard = self.t, self.guard.step, self.guard
+        t0, g0, guard, dtype = self.t, self.guard.step, self.guard, self.dtype
         infos = [None] * len(self.blocks)
         todo = iter(range(len(self.blocks)))   # next() on it holds the GIL: each block goes to one worker
 
@@ -208,7 +214,9 @@ class Ensemble:
                     zb = self.z[rows]
                     for k in range(steps):
                         nb, info = step(zb, rng, t0 + k + 1)
-                        zb = guard.apply_rows(rows, zb, nb.astype(self.dtype, copy=False), g0 + k)
+                        if nb.dtype != dtype:
+                            nb = nb.astype(dtype)
+                        zb = guard.apply_rows(rows, zb, nb, g0 + k)
                         got.append(info)
                     new[rows], infos[i] = zb, got
 

@@ -8,6 +8,7 @@ step that must equal the generic engine's step for step under the same random st
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -357,6 +358,14 @@ class Sampler:
     def blockwise(self) -> bool:
         """Whether chain blocks may step apart, on threads: the spec says so and the oracle keeps no state."""
         return self.spec.blockwise and getattr(self.oracle, "blockwise", False)
+
+    def stepper(self) -> Callable:
+        """`step` for a run of steps with these parameters: the fast path itself where `step` would take it at
+        every step (nothing resampled), without `step`'s checks each time (a small ensemble's step is mostly
+        Python: docs/notes/throughput.md)."""
+        if not self.params.get("resample_every") and (self.fast_ok or self.needs_fast_path()):
+            return functools.partial(self.spec.fast, self)
+        return self.step
 
     def step(self, z, rng, t: int = 1) -> tuple[np.ndarray, StepInfo]:
         """One step (the fast path where there is one): the new state and what happened.

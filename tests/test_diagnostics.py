@@ -259,3 +259,20 @@ def test_noise_floor_of_correlated_chains_is_their_kl():
         theta = signal.lfilter([np.sqrt(1 - phi**2)], [1.0, -phi], e, axis=0)[::2, :, None]
         kl[r], floor[r] = score(pot, theta)["kl"], kl_noise_floor(pot, theta)
     assert abs(kl.mean() - floor.mean()) <= 4 * kl.std(ddof=1) / np.sqrt(reps) + 0.05 * floor.mean()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_all_within_agrees_with_the_entries(dtype):
+    """float32 first tries the sum of squares (issue 32); either way the answer is max |z| <= bound and finite:
+    states far inside, one entry past the bound, NaN, inf, and many entries near the bound (whose sum of squares
+    is past bound^2, so the exact reductions decide)."""
+    z = np.asfortranarray(np.random.default_rng(0).standard_normal((1000, 3))).astype(dtype)
+    assert dg.all_within(z, 1e6)
+    near = np.full((1000, 3), 9.9e5, dtype)
+    near[::2] *= -1
+    assert dg.all_within(near, 1e6) and not dg.all_within(near, 9e5)
+    for bad in (1.0001e6, -1.0001e6, np.nan, np.inf):
+        w = z.copy()
+        w[17, 2] = bad
+        assert not dg.all_within(w, 1e6), bad
+    assert not dg.all_within(z[:0], 1e6)

@@ -194,6 +194,10 @@ def test_block_plan():
     assert plan[0].start == 0 and plan[-1].stop == 10 ** 6
     assert all(a.stop == b.start for a, b in zip(plan, plan[1:]))
     assert len(block_plan(PARALLEL_FROM, 2)) >= 2
+    # float32: blocks of the same bytes, twice the chains (half the Python per chain-step), the same threshold
+    half = block_plan(10 ** 6, 2, "float32")
+    assert len(half) < len(plan) and BLOCK_MAX < max(b.stop - b.start for b in half) <= 2 * BLOCK_MAX
+    assert block_plan(10 ** 3, 2, "float32") == [slice(0, 1000)] and len(block_plan(PARALLEL_FROM, 2, "float32")) >= 2
 
 
 def test_samplers_that_keep_state_stay_in_one_block(make_sampler):

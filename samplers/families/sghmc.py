@@ -51,14 +51,14 @@ def sghmc_fast(s, z, rng, t):
     _, g, b = gradient(s, theta, rng)
     # in place where possible: this is the path the speed benchmark holds to the RNG floor
     out = np.empty_like(z)
-    r_new = out[:, d:]
+    theta_new, r_new = out[:, :d], out[:, d:]
     np.multiply(r, 1.0 - eps * friction / M, out=r_new)
     g *= eps
     r_new -= g
     if C:   # with C = 0 the recipe has no diffusion and draws nothing
         r_new += kick(eps * (2 * C / beta - eps * b), r.shape, rng)
-    np.multiply(r_new, eps / M, out=out[:, :d])
-    out[:, :d] += theta
+    np.multiply(r_new, eps / M, out=theta_new)
+    theta_new += theta   # on the view: out[:, :d] += theta would also write the view back into out
     return out, ONE_GRADIENT
 
 
