@@ -54,11 +54,21 @@ NESTED_FIELDS = ("why", "reason", "rest")
 LIST_FIELDS = ("items",)       # "; "-separated reasons, each translated
 
 
+MESSAGES = "messages.toml"     # the templates that match messages (the other files' templates are the code's own)
+
+
 @cache
 def _patterns(lang: str) -> list[tuple[re.Pattern, str]]:
-    """The language's templates as patterns over the English text, the most specific (longest words) first."""
+    """The language's message templates (its messages.toml) as patterns over the English text, the most specific
+    (longest words) first. Only these: a template the code fills in itself ("{shape}: {parts}.") would match
+    about any message."""
+    path = LOCALE_DIR / lang / MESSAGES
+    if not path.exists():
+        return []
+    with path.open("rb") as f:
+        entries = tomllib.load(f)
     out = []
-    for key, value in catalogue(lang).items():
+    for key, value in entries.items():
         if "{" not in key:
             continue
         parts = re.split(r"\{(\w+)\}", key)

@@ -281,8 +281,8 @@ class AppView(Viewer):
         if tab == "lessons":
             title = self.lessons.title if self.lessons is not None else ""
         elif tab == "lab" and self.lab.sides:
-            title = tr("{pair} on {target}", lang, pair=tr(" vs ", lang).join(side.title for side in self.lab.sides),
-                       target=self.config.potential)
+            pair = tr(" vs ", lang).join(side.title_in(lang) for side in self.lab.sides)
+            title = tr("{pair} on {target}", lang, pair=pair, target=self.config.potential)
         elif tab == "models":
             runs = self.models.lab.runs if self.models is not None else None
             title = (tr("{pair} on {target}", lang, pair=tr(" vs ", lang).join(s.title for s in runs.sides),
