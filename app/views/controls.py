@@ -21,7 +21,7 @@ from samplers.targets.presets import parse_box
 
 from ..model.config import refusal
 from ..model.design import DESIGN
-from ..model.i18n import DEFAULT_LANG, LANGS, tr, tr_message
+from ..model.i18n import DEFAULT_LANG, LANGS, N_, tr, tr_message
 from ..model.lab import FRAME_BUDGET_S, Lab
 from ..model.modelupload import read_model_upload
 from ..model.presets import (
@@ -36,7 +36,7 @@ from ..model.presets import (
 )
 from ..model.runner import Failure
 
-TYPED_OPTION = "type U(x) or U(x, y)…"
+TYPED_OPTION = N_("type U(x) or U(x, y)…")
 LANG = param.Selector(objects=list(LANGS), default=DEFAULT_LANG)   # each control's language (LabView sets it)
 MORE = ("beta", "eps_b", "eps_c")     # ParamFields shows these on request
 # the target's and the sampler's pickers head their sections: their labels are the headings (a heading of its
@@ -225,14 +225,14 @@ class PotentialPicker(Viewer):
         names = self.upload.filename or []
         files = dict(zip(names if isinstance(names, list) else [names],
                          event.new if isinstance(event.new, list) else [event.new]))
-        self._show_upload("", "building the model…")
+        self._show_upload("", N_("building the model…"))
 
         def done(out):
             if isinstance(out, Failure):
                 self._show_upload("error", out.message)
                 return
             name = next(n for n in files if n.lower().endswith((".yaml", ".yml")))
-            self._show_upload("ok", "✓ {name}", name=name)
+            self._show_upload("ok", N_("✓ {name}"), name=name)
             self._uploaded[name] = out
             self.select.options = self._options()
             self.cfg.potential = out
@@ -248,7 +248,7 @@ class PotentialPicker(Viewer):
             if reason is not None:
                 self._show_status("error", reason.detail)
                 return
-            self._show_status("ok", "✓ valid")
+            self._show_status("ok", N_("✓ valid"))
             self._apply_soon(TYPED + text.strip())
         self.lab.check_typed_potential(text, done=checked)
 
@@ -556,7 +556,9 @@ class RunControls(Viewer):
         self.settings.relabel(lang)
         self.start.param.update(name=tr("Chains start", lang), options={
             tr("near the start point", lang): "near", tr("at exact draws of the target", lang): "exact"})
-        self.dtype.name = tr(self.cfg.param.dtype.label, lang)
+        self.dtype.param.update(name=tr(self.cfg.param.dtype.label, lang),
+                                description=tr_message(self.cfg.param.dtype.doc, lang))
+        self.start.description = tr_message(self.cfg.param.start.doc, lang)
         self.noise.options = {tr("simulated noise V", lang): "simulated", tr("real minibatches", lang): "minibatches"}
         self.batch.name = tr(self.cfg.param.batch.label, lang)
         if self._speed is not None:

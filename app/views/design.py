@@ -40,7 +40,7 @@ from ..model.design import (
     state_names,
     to_yaml,
 )
-from ..model.i18n import DEFAULT_LANG, LANGS, tr, tr_message
+from ..model.i18n import DEFAULT_LANG, LANGS, N_, tr, tr_message
 from ..model.lab import Lab
 from ..model.reasons import BlockKind
 from ..model.runner import Failure
@@ -49,7 +49,7 @@ from .recipe_editor import BAD_CELL_CSS, CellInput, MathPanes, matrix_grid, resi
 
 # a preset or an upload for another dimension of θ brings a target of that dimension along
 TARGET_OF_DIM = {1: "double-well", 2: "banana"}
-PRESET_PROMPT = "choose a preset…"
+PRESET_PROMPT = N_("choose a preset…")
 WIDE_CSS = ":host input { font-family: monospace; }"
 
 

@@ -11,7 +11,7 @@ import param
 from bokeh.models import ColumnDataSource, CustomJSTicker, Legend, LegendItem
 from panel.viewable import Viewer
 
-from ..model.i18n import DEFAULT_LANG, LANGS, tr, tr_message
+from ..model.i18n import DEFAULT_LANG, LANGS, N_, tr, tr_message
 from ..model.lab import Lab
 from ..model.ladder import LadderJob
 from .plots import LOG_TICKS_JS, RUN_COLORS, new_figure
@@ -69,7 +69,7 @@ class LadderView(Viewer):
             "the exact density. A recipe's error falls with ε (dashed: slopes 1 and 2); a naive sampler's levels off "
             "at a floor. Dotted: the KL a perfect sampler would show with as many samples. PNG: the save tool of "
             "each plot.", lang) + "</div>"
-        for f, label in zip(self.figs, ("KL to the exact density", "|E[θ₁²] − exact|")):
+        for f, label in zip(self.figs, (N_("KL to the exact density"), N_("|E[θ₁²] − exact|"))):
             f.title.text = tr("{label} against step size", lang, label=tr(label, lang))
             f.yaxis[0].axis_label = tr(label, lang)
             for item, slope in zip(f.legend[0].items[2:], (1, 2)):
@@ -118,7 +118,7 @@ class LadderView(Viewer):
         lab = self._lab_source if isinstance(self._lab_source, Lab) else self._lab_source()
         if not lab.sides and lab.building:
             # a lesson's lab is built on first use, on a worker: start when its samplers exist
-            self._say("building the samplers…")
+            self._say(N_("building the samplers…"))
             waiting = []
 
             def built(event):
@@ -159,7 +159,7 @@ class LadderView(Viewer):
         self.download.disabled = not self.job.results
         if not running:
             self._stop_polling()
-        text = {"running": "running the ladder…", "done": "done", "cancelled": self.job.message,
+        text = {"running": N_("running the ladder…"), "done": N_("done"), "cancelled": self.job.message,
                 "failed": f"failed: {self.job.message}", "idle": ""}[event.new]
         self._say(text, "#b00020" if event.new == "failed" else "#444")
 

@@ -49,7 +49,7 @@ from bokeh.plotting import figure
 from bokeh.plotting.contour import contour_data
 from bokeh.transform import linear_cmap
 
-from ..model.i18n import DEFAULT_LANG, tr
+from ..model.i18n import DEFAULT_LANG, N_, tr
 from ..model.live_run import LiveRun
 
 # no box zoom: it brings four models per figure (its overlay and handles), and the wheel zooms as well
@@ -241,7 +241,7 @@ class RunPlots:
             v = self.var
             self.main = new_figure(f"{self.title} — {v}₁, {v}₂", MAIN_HEIGHT, x_range=Range1d(*pot.box[0]),
                              y_range=Range1d(*pot.box[1]), x_axis_label=f"{v}₁", y_axis_label=f"{v}₂")
-            self._say(self.main.title, "text", "{title} — {v}₁, {v}₂", v=v)
+            self._say(self.main.title, "text", N_("{title} — {v}₁, {v}₂"), v=v)
             if self.dim == 2:
                 axes, dens = pot.grid(151)
                 _density_image(self.main, axes, dens)
@@ -253,7 +253,7 @@ class RunPlots:
             rbox = _r_box(side)
             self.main = new_figure(f"{self.title} — phase plane (θ, r)", MAIN_HEIGHT, x_range=Range1d(*pot.box[0]),
                              y_range=Range1d(*rbox), x_axis_label="θ", y_axis_label="r")
-            self._say(self.main.title, "text", "{title} — phase plane (θ, r)")
+            self._say(self.main.title, "text", N_("{title} — phase plane (θ, r)"))
             axes, dens = phase_density(pot, rbox, M)
             _density_image(self.main, axes, dens)
             for k in range(K):
@@ -270,8 +270,8 @@ class RunPlots:
                               MAIN_HEIGHT if self.main is None else 180, y_range=Range1d(*pot.box[0]),
                               x_range=Range1d(0, TRACE_ROLLOVER + TRACE_AHEAD), x_axis_label="step", y_axis_label="θ")
             self.trace.name = f"trace-{run.label}"
-            self._say(self.trace.title, "text", "{title} — trace of θ" if self.main is None else "trace of θ")
-            self._say(self.trace.xaxis[0], "axis_label", "step")
+            self._say(self.trace.title, "text", N_("{title} — trace of θ") if self.main is None else N_("trace of θ"))
+            self._say(self.trace.xaxis[0], "axis_label", N_("step"))
             for k in range(K):
                 add_glyph(self.trace, Line(x="t", y=f"x{k}", line_color=PATH_COLORS[k % 6], line_width=1.2),
                       self.trace_paths, LIVE)
@@ -327,8 +327,8 @@ class RunPlots:
                                     add_glyph(main, Scatter(fill_color=PATH_COLORS[0], **HIGHLIGHT_STYLE),
                                               self.blank))],
                             "top_left", click_hide=True)
-        self._say(legend.items[0], "label", "ensemble")
-        self._say(legend.items[1], "label", "highlighted chains")
+        self._say(legend.items[0], "label", N_("ensemble"))
+        self._say(legend.items[1], "label", N_("highlighted chains"))
 
     def _add_marginal(self, run, i):
         pot = run.pot
@@ -341,8 +341,8 @@ class RunPlots:
         peak = float(np.nanmax(ys)) if np.isfinite(ys).any() and np.nanmax(ys) > 0 else 1.0
         p = new_figure(f"marginal of {coord}: samples vs exact", MARGINAL_HEIGHT, x_range=Range1d(edges[0], edges[-1]),
                  y_range=Range1d(0, 1.25 * peak), x_axis_label=coord, y_axis_label="density")
-        self._say(p.title, "text", "marginal of {coord}: samples vs exact", coord=coord)
-        self._say(p.yaxis[0], "axis_label", "density")
+        self._say(p.title, "text", N_("marginal of {coord}: samples vs exact"), coord=coord)
+        self._say(p.yaxis[0], "axis_label", N_("density"))
         self._add_histogram(p, dict(left=f"left{i}", right=f"right{i}", top=f"top{i}", source=self.hist),
                             (xs, ys) if marg is not None else None, "top_right")
         p.name, p.css_classes = f"marginal-{self.label}-{i}", [f"marginal-{self.label.lower()}"]
@@ -357,8 +357,8 @@ class RunPlots:
                  x_range=Range1d(edges[0], edges[-1]), y_range=Range1d(0, 1.25 * max(float(np.max(lm["exact"])), 1e-9)),
                  x_axis_label=f"log₁₀ {self.var}{k}",
                  y_axis_label=f"density of log₁₀ {self.var}")
-        self._say(p.title, "text", "log₁₀ of a small component, {v}{k}: samples vs exact", v=self.var, k=k)
-        self._say(p.yaxis[0], "axis_label", "density of log₁₀ {v}", v=self.var)
+        self._say(p.title, "text", N_("log₁₀ of a small component, {v}{k}: samples vs exact"), v=self.var, k=k)
+        self._say(p.yaxis[0], "axis_label", N_("density of log₁₀ {v}"), v=self.var)
         src = ColumnDataSource(dict(left=edges[:-1], right=edges[1:], top=np.zeros(len(edges) - 1)),
                                name=f"hist-{run.label}-log")
         self._add_histogram(p, dict(left="left", right="right", top="top", source=src), (lm["x"], lm["exact"]),
@@ -380,10 +380,10 @@ class RunPlots:
             line = Line(line_color="black", line_width=2)
             entries.append(("exact", add_glyph(fig, line, ColumnDataSource(dict(x=exact[0], y=exact[1])), LIVE), None))
         legend = add_legend(fig, entries, location)
-        self._say(legend.items[0], "label", "{mark} {label} samples", mark=RUN_MARKS.get(self.label, ""),
+        self._say(legend.items[0], "label", N_("{mark} {label} samples"), mark=RUN_MARKS.get(self.label, ""),
                   label=self.label)
         if exact is not None:
-            self._say(legend.items[1], "label", "exact")
+            self._say(legend.items[1], "label", N_("exact"))
 
     def rebind(self, run: LiveRun, side) -> None:
         """Show a new run of the same structure: new titles, emptied sources, ranges as first drawn."""

@@ -22,13 +22,13 @@ from panel.viewable import Viewer
 
 from samplers.engine.edit import cell_variables, matrix_cells
 
-from ..model.i18n import DEFAULT_LANG, LANGS, tr, tr_message
+from ..model.i18n import DEFAULT_LANG, LANGS, N_, tr, tr_message
 from ..model.lab import RESIDUAL_OK, Lab
 from ..model.reasons import BlockKind
 
 # an entry the library names as at fault (RecipeError.cells) is marked in red until fixed
 BAD_CELL_CSS = ":host(.cell-bad) input { border: 2px solid #b00020; background: #fff0f0; }"
-TERM_LABEL = {"gamma": "drop Γ (naive variant)", "friction": "drop the friction D∇H (naive variant)"}
+TERM_LABEL = {"gamma": N_("drop Γ (naive variant)"), "friction": N_("drop the friction D∇H (naive variant)")}
 
 
 def times_before_numbers(latex: str) -> str:
@@ -85,7 +85,8 @@ def residual_badge(value, lang: str = DEFAULT_LANG) -> str:
     if value is None:
         return ""
     ok = value < RESIDUAL_OK
-    color, word = ("#1b5e20", "stationary: a recipe") if ok else ("#b00020", "not stationary: exp(−H) is not invariant")
+    color, word = (("#1b5e20", N_("stationary: a recipe")) if ok else
+                   ("#b00020", N_("not stationary: exp(−H) is not invariant")))
     tip = html.escape(tr("relative Fokker–Planck residual at exp(−H)", lang), quote=True)
     return (f"<span class='residual-badge {'ok' if ok else 'bad'}' title='{tip}' "
             f"style='display:inline-block;padding:2px 8px;border-radius:10px;color:white;background:{color};"
@@ -167,7 +168,7 @@ class RecipeEditor(Viewer):
     def __init__(self, lab: Lab, **params):
         super().__init__(**params)
         self.lab, self.cfg = lab, lab.config
-        self.naive = pn.widgets.Switch(name="naive", css_classes=["naive-switch"], margin=(8, 10))
+        self.naive = pn.widgets.Switch(name=tr("naive", self.lang), css_classes=["naive-switch"], margin=(8, 10))
         self.naive_label = pn.pane.HTML("", margin=(8, 0))
         self.badge = pn.pane.HTML("", css_classes=["residual"], margin=(4, 10))
         self.error = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["recipe-error"], margin=(0, 10))
@@ -189,6 +190,7 @@ class RecipeEditor(Viewer):
     def _on_lang(self, *_) -> None:
         """The editor built again in the language (the cells hold what the configuration says)."""
         self.revert.name = tr("Revert D and Q", self.lang)
+        self.naive.name = tr("naive", self.lang)
         self.math.lang = self.lang
         self._shape_key = None
         self._render()
@@ -218,15 +220,15 @@ class RecipeEditor(Viewer):
         recipe_block = block if block is not None and block.kind is BlockKind.RECIPE else None
         if side is None:
             if not lab.sides:
-                reason = "no sampler is built yet (see the message above the plots)"
+                reason = N_("no sampler is built yet (see the message above the plots)")
             elif lab.sides[0].sampler.spec.family == "design":
-                reason = "sampler A is the design: it is edited in the design editor"
+                reason = N_("sampler A is the design: it is edited in the design editor")
             elif lab.sides[0].sampler.spec.recipe is None:
-                reason = "this sampler is not a recipe sampler"
+                reason = N_("this sampler is not a recipe sampler")
             elif lab.sides[0].recipe is not None:
-                reason = "this sampler's D and Q are functions of its state (QNHMC's L-BFGS operator), not formulas"
+                reason = N_("this sampler's D and Q are functions of its state (QNHMC's L-BFGS operator), not formulas")
             else:
-                reason = "D and Q can be edited for targets of dimension 1 and 2"
+                reason = N_("D and Q can be edited for targets of dimension 1 and 2")
             text = tr("{reason}: no D/Q editor.", self.lang, reason=tr(reason, self.lang))
             self.body.objects = [pn.pane.HTML(f"<i>{text}</i>", margin=(0, 10))]
             self._shape_key = None

@@ -16,7 +16,7 @@ from scipy.interpolate import RegularGridInterpolator
 
 from samplers.engine.stationarity import map_planes, residual_map
 
-from ..model.i18n import DEFAULT_LANG, LANGS, tr, tr_message
+from ..model.i18n import DEFAULT_LANG, LANGS, N_, tr, tr_message
 from ..model.lab import RESIDUAL_OK, Lab
 from ..model.runner import Failure
 from .plots import new_figure
@@ -98,9 +98,10 @@ class ResidualMapView(Viewer):
         if side is None or side.recipe is None or self.lab.potential is None:
             self.pane.visible = False
             if self.lab.building:
-                self._say("<i>{text}</i>", text="building…")
+                self._say("<i>{text}</i>", text=N_("building…"))
                 return
-            self._say("<i>{text}</i>", text="The residual map needs a recipe sampler on a target of dimension 1 or 2.")
+            self._say("<i>{text}</i>",
+                      text=N_("The residual map needs a recipe sampler on a target of dimension 1 or 2."))
             return
         key = (id(side.recipe), self.lab.potential.name)
         if key == self._key:
@@ -113,7 +114,7 @@ class ResidualMapView(Viewer):
     def _draw(self, side, m) -> None:
         if isinstance(m, Failure):      # a user's D may be singular on the grid: say so, keep the page
             self.pane.visible = False
-            self._say("<i>{text}</i>", text="No residual map: {why}", why=m.message)
+            self._say("<i>{text}</i>", text=N_("No residual map: {why}"), why=m.message)
             return
         self.pane.visible = True
         x, y = m.axes
