@@ -33,7 +33,8 @@ SHOWN_TEXTS = """() => {
             if (c.nodeType === 3 && c.textContent.trim()) out.push(c.textContent);
             else if (c.nodeType === 1 && !["STYLE", "SCRIPT", "LINK"].includes(c.tagName)
                      && !c.classList.contains("sr-only")) {
-                for (const a of ["title", "aria-label", "placeholder"]) if (c.getAttribute(a)) out.push(c.getAttribute(a));
+                for (const a of ["title", "aria-label", "placeholder"])
+                    if (c.getAttribute(a)) out.push(c.getAttribute(a));
                 walk(c);
             }
         }
