@@ -343,3 +343,27 @@ def test_switching_language_keeps_the_runs_and_rewords_everything():
         assert view.nav()["lang"] == ""
     finally:
         view.stop()
+
+
+def string_words(*roots: Path) -> set[str]:
+    """Every word of every string constant (f-strings' literal parts included) in the Python files under roots."""
+    words: set[str] = set()
+    for root in roots:
+        for path in root.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    words |= set(re.findall(r"[A-Za-z]{3,}", node.value))
+    return words
+
+
+def test_every_message_template_is_still_written_somewhere():
+    """(d) for messages.toml: each template's words are still in some string of app/ or samplers/ (the messages
+    are put together from pieces, so words rather than whole sentences), so a message reworded there leaves no
+    stale template behind unnoticed."""
+    known = string_words(APP, ROOT / "samplers")
+    assert "diverged" in known and "frobnicated" not in known       # it can find a word, and miss one
+    with (JA_DIR / i18n.MESSAGES).open("rb") as f:
+        keys = tomllib.load(f)
+    stale = {key: missing for key in keys
+             if (missing := [w for w in re.findall(r"[A-Za-z]{3,}", re.sub(r"\{\w+\}", " ", key)) if w not in known])}
+    assert not stale, "templates with words no code writes:\n" + "\n".join(f"  {k!r}: {v}" for k, v in stale.items())

@@ -128,10 +128,10 @@ def test_switching_language_keeps_the_run_the_plots_and_the_link(page, server):
     hist = pg.evaluate("""() => { for (const doc of window.Bokeh.documents) for (const m of doc.all_models)
         if (m.name === 'hist-A') return m.id; return null; }""")
     search = pg.evaluate("() => window.location.search")
-    select = pg.locator(".lang-switch select").first
-    assert select.evaluate("s => s.labels[0].textContent").strip() == "Language / 言語"
-    select.focus()                        # the switch is a native select: the keyboard chooses its option
-    select.select_option(label="日本語")
+    assert "Language / 言語" in pg.locator(".lang-box").first.evaluate(DEEP_TEXT)
+    button = pg.locator(".lang-switch button", has_text="日本語").first
+    button.focus()                        # the keyboard reaches the switch and presses it
+    button.press("Enter")
     pg.wait_for_function("() => document.documentElement.lang === 'ja'")
     pg.wait_for_function("() => window.location.search.includes('lang=ja')")
     wait_for(lambda: pg.locator(".play-button button").first.inner_text().strip() == "一時停止", "the Pause label")
@@ -151,7 +151,7 @@ def test_switching_language_keeps_the_run_the_plots_and_the_link(page, server):
     assert not found, "English after switching:\n" + "\n".join(f"  {w!r} in {t[:160]!r}"
                                                               for w, t in sorted(found.items()))
     # and back: English again, the run still going
-    pg.locator(".lang-switch select").first.select_option(label="English")
+    pg.locator(".lang-switch button", has_text="English").first.click()
     pg.wait_for_function("() => document.documentElement.lang === 'en'")
     pg.wait_for_function("() => !window.location.search.includes('lang=')")
     assert wait_for_step(pg, after + 50, timeout=120) > after

@@ -164,15 +164,20 @@ class AppView(Viewer):
                                     styles={"flex": "1 1 320px", "min-width": "0"})
         self.present_button = pn.widgets.Toggle(name="Present", value=query.get("present", "") in ("1", "true"),
                                                 width=90, margin=(8, 10), css_classes=["present-toggle"])
-        # the switch's label names it in both languages: a reader of either finds it
-        self.lang_select = pn.widgets.Select(name="Language / 言語", value=self.lang,
-                                             options={LANG_NAMES[k]: k for k in LANGS}, width=110,
-                                             margin=(0, 10, 4, 10), css_classes=["lang-switch"])
-        self.lang_select.jscallback(value="document.documentElement.lang = cb_obj.value === '日本語' || "
-                                          "cb_obj.value === 'ja' ? 'ja' : 'en';")
+        # the switch: two buttons, each named in its own language, under a label in both (a reader of either finds
+        # it); buttons rather than a list, which a keyboard reaches and presses as any button
+        self.lang_select = pn.widgets.RadioButtonGroup(value=self.lang, options={LANG_NAMES[k]: k for k in LANGS},
+                                                       button_type="light", margin=(0, 10, 4, 10), width=170,
+                                                       sizing_mode="fixed",
+                                                       css_classes=["lang-switch"])
+        self.lang_select.jscallback(value="const v = cb_obj.labels ? cb_obj.labels[cb_obj.active] : cb_obj.value;"
+                                          "document.documentElement.lang = v === '日本語' || v === 'ja' ? 'ja' : 'en';")
         self.lang_select.param.watch(lambda e: setattr(self, "lang", e.new), "value")
-        # on a phone the switch and the Present button go under the app's name (a row would squeeze the name)
-        self.header = pn.FlexBox(self.heading, self.lang_select, self.present_button, flex_wrap="wrap",
+        self.lang_label = pn.pane.HTML("<span id='lang-label' style='font-size:12px;color:#444'>Language / 言語</span>",
+                                       margin=(4, 10, 0, 10))
+        switch = pn.Column(self.lang_label, self.lang_select, margin=0, width=190, sizing_mode="fixed",
+                           css_classes=["lang-box"])
+        self.header = pn.FlexBox(self.heading, switch, self.present_button, flex_wrap="wrap",
                                  sizing_mode="stretch_width")
         if self.link_notice.visible:
             self.header = pn.Column(self.header, self.link_notice, sizing_mode="stretch_width")
