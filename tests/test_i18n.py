@@ -300,6 +300,10 @@ def test_the_lab_in_japanese_shows_no_english_word(lab_ja):
     lab_view.recipe_card.collapsed = False
     wait_built(lab)
     assert_japanese(lab_texts(view), "first screen")
+    view.present_button.value = True
+    assert_japanese(lab_texts(view), "presentation mode")
+    assert " 上の " in view.heading.object           # "<pair> on <target>", in Japanese word order
+    view.present_button.value = False
     view.config.potential = "banana"
     wait_built(lab)
     lab_view.controls_parts[0].select.value = TYPED
@@ -367,3 +371,13 @@ def test_every_message_template_is_still_written_somewhere():
     stale = {key: missing for key in keys
              if (missing := [w for w in re.findall(r"[A-Za-z]{3,}", re.sub(r"\{\w+\}", " ", key)) if w not in known])}
     assert not stale, "templates with words no code writes:\n" + "\n".join(f"  {k!r}: {v}" for k, v in stale.items())
+
+
+def test_a_bad_lang_in_a_link_is_reported_and_english_is_kept():
+    from app.model.urlstate import NAV_KEYS, nav_errors
+    assert "lang" in NAV_KEYS
+    assert nav_errors({"lang": "fr"}, ["lab"], []) == ["URL 'lang'='fr': must be one of en, ja"]
+    assert nav_errors({"lang": "ja"}, ["lab"], []) == []
+    assert i18n.tr_message("Some of the link was ignored: URL 'lang'='fr': must be one of en, ja", "ja") == \
+        "リンクの一部を無視した: URL 'lang'='fr': en, ja のいずれかでなければならない"
+    assert i18n.parse_lang("fr") == "en" and i18n.parse_lang("ja") == "ja"
