@@ -90,14 +90,21 @@ def _patterns(lang: str) -> list[tuple[re.Pattern, str]]:
     return [(pattern, value) for pattern, value, _ in out]
 
 
-def tr_message(text: str, lang: str = DEFAULT_LANG, /) -> str:
+MAX_MATCHED = 4000     # characters: a longer message (never written by the lab) is shown as it is
+MAX_DEPTH = 3          # templates within templates: a message's reason, and the reason's own
+
+
+def tr_message(text: str, lang: str = DEFAULT_LANG, /, _depth: int = 0) -> str:
     """A message the library or the model wrote in English (a refusal, a link's ignored value), in the language:
-    its exact entry, else the first template it matches with the fields filled in, else the English."""
+    its exact entry, else the first template it matches with the fields filled in, else the English. It may quote
+    what a user typed: the matching is bounded (its length, the depth of nested fields)."""
     if lang == DEFAULT_LANG or not text:
         return text
     table = catalogue(lang)
     if text in table:
         return table[text]
+    if len(text) > MAX_MATCHED or _depth > MAX_DEPTH:
+        return text
     for pattern, value in _patterns(lang):
         m = pattern.match(text)
         if m is None:
@@ -105,9 +112,10 @@ def tr_message(text: str, lang: str = DEFAULT_LANG, /) -> str:
         fields = m.groupdict()
         for name in fields:
             if name in NESTED_FIELDS:
-                fields[name] = tr_message(fields[name], lang)
+                fields[name] = tr_message(fields[name], lang, _depth=_depth + 1)
             elif name in LIST_FIELDS:
-                fields[name] = "; ".join(tr_message(item, lang) for item in fields[name].split("; "))
+                fields[name] = "; ".join(tr_message(item, lang, _depth=_depth + 1)
+                                         for item in fields[name].split("; "))
         try:
             return value.format(**fields)
         except (KeyError, IndexError, ValueError):
