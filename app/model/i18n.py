@@ -8,6 +8,7 @@ templates with named fields ("{n} chains"): the template is looked up, then form
 """
 from __future__ import annotations
 
+import re
 import tomllib
 from functools import cache
 from pathlib import Path
@@ -41,7 +42,82 @@ def catalogue(lang: str) -> dict[str, str]:
     return merged
 
 
+def N_(text: str) -> str:
+    """Marks an English text that is translated where it is shown (a constant, a table's entry): the catalogue
+    test reads the literal here as it reads tr()'s (gettext's convention)."""
+    return text
+
+
 def tr(text: str, lang: str = DEFAULT_LANG, /, **fields) -> str:
     """The text in the language (English where the catalogue has no entry), with its fields filled in."""
     out = catalogue(lang).get(text, text) if lang != DEFAULT_LANG else text
     return out.format(**fields) if fields else out
+
+
+# A template's fields holding text of their own (a reason, a list of reasons) are translated in turn; the
+# others (a value, a name, a number) are shown as they are.
+NESTED_FIELDS = ("why", "reason", "rest")
+LIST_FIELDS = ("items",)       # "; "-separated reasons, each translated
+# fields that hold a number or a bound: they match no space (so "{value} (not applied)" is told from "{value}")
+NUMBER_FIELDS = ("value", "lo", "hi", "n", "k", "t", "s", "mb", "ms", "pos", "most", "chains", "budget", "eps")
+
+
+MESSAGES = "messages.toml"     # the templates that match messages (the other files' templates are the code's own)
+
+
+@cache
+def _patterns(lang: str) -> list[tuple[re.Pattern, str]]:
+    """The language's message templates (its messages.toml) as patterns over the English text, the most specific
+    (longest words) first. Only these: a template the code fills in itself ("{shape}: {parts}.") would match
+    about any message."""
+    path = LOCALE_DIR / lang / MESSAGES
+    if not path.exists():
+        return []
+    with path.open("rb") as f:
+        entries = tomllib.load(f)
+    out = []
+    for key, value in entries.items():
+        if "{" not in key:
+            continue
+        parts = re.split(r"\{(\w+)\}", key)
+        regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>[^\\s,;()]+?)" if p in NUMBER_FIELDS else
+                        f"(?P<{p}>.+?)" for i, p in enumerate(parts))
+        try:
+            out.append((re.compile(regex + r"\Z", re.S), value, len("".join(parts[::2]))))
+        except re.error:           # a field named twice: usable by tr(), not as a pattern
+            continue
+    out.sort(key=lambda item: -item[2])
+    return [(pattern, value) for pattern, value, _ in out]
+
+
+MAX_MATCHED = 4000     # characters: a longer message (never written by the lab) is shown as it is
+MAX_DEPTH = 3          # templates within templates: a message's reason, and the reason's own
+
+
+def tr_message(text: str, lang: str = DEFAULT_LANG, /, _depth: int = 0) -> str:
+    """A message the library or the model wrote in English (a refusal, a link's ignored value), in the language:
+    its exact entry, else the first template it matches with the fields filled in, else the English. It may quote
+    what a user typed: the matching is bounded (its length, the depth of nested fields)."""
+    if lang == DEFAULT_LANG or not text:
+        return text
+    table = catalogue(lang)
+    if text in table:
+        return table[text]
+    if len(text) > MAX_MATCHED or _depth > MAX_DEPTH:
+        return text
+    for pattern, value in _patterns(lang):
+        m = pattern.match(text)
+        if m is None:
+            continue
+        fields = m.groupdict()
+        for name in fields:
+            if name in NESTED_FIELDS:
+                fields[name] = tr_message(fields[name], lang, _depth=_depth + 1)
+            elif name in LIST_FIELDS:
+                fields[name] = "; ".join(tr_message(item, lang, _depth=_depth + 1)
+                                         for item in fields[name].split("; "))
+        try:
+            return value.format(**fields)
+        except (KeyError, IndexError, ValueError):
+            return text
+    return text

@@ -10,9 +10,11 @@ from pathlib import Path
 import holoviews as hv
 import holoviews.plotting.bokeh  # noqa: F401  (registers the bokeh backend; hv.extension would write notebook output)
 import panel as pn
+import param
 from panel.viewable import Viewer
 
 from ..model.figures import Catalogue, Figure, PlotTable, catalogue, display_table, plot_table, preview
+from ..model.i18n import DEFAULT_LANG, LANGS
 
 STYLE = """
 :host { font-size: 14px; line-height: 1.45; }
@@ -221,6 +223,8 @@ def other_files_view(others) -> list:
 
 class FiguresView(Viewer):
     """The sources' figures and tables as the reproductions wrote them to assets/."""
+
+    lang = param.Selector(objects=list(LANGS), default=DEFAULT_LANG)
 
     def __init__(self, cat: Catalogue | None = None, **params):
         super().__init__(**params)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 import panel as pn
+import param
 from bokeh.models import ColumnDataSource, CustomJSTicker, Legend, LegendItem
 from panel.viewable import Viewer
 
@@ -15,10 +16,10 @@ from samplers.ladder import AUTO_RUNGS
 from samplers.registry import REGISTRY
 
 from ..model.autoeps import AUTO, explain, wants_auto
-from ..model.i18n import tr
+from ..model.i18n import DEFAULT_LANG, LANGS, N_, tr, tr_message
 from ..model.lab import Lab
 from ..model.ladder import AutoEpsJob, LadderJob
-from .plots import LOG_TICKS_JS, RUN_COLORS, new_figure
+from .plots import LOG_TICKS_JS, RUN_COLORS, new_figure, tool_words
 
 POLL_MS = 250
 
@@ -31,40 +32,60 @@ def _reference(eps, start, slope):
 class LadderView(Viewer):
     """Button, progress bar, cancel, two log-log plots (KL and |E θ₁² − exact| against ε) and a CSV download."""
 
+    lang = param.Selector(objects=list(LANGS), default=DEFAULT_LANG)
+
     def __init__(self, lab: Lab | Callable[[], Lab], **params):
         """`lab`, or a function that builds it on the first run (a lesson page builds nothing until asked)."""
         super().__init__(**params)
         self._lab_source = lab
         self.job: LadderJob | None = None
-        self.run = pn.widgets.Button(name="Run the step-size ladder", button_type="primary", width=230,
-                                     css_classes=["ladder-run"])
-        self.stop = pn.widgets.Button(name="Cancel", button_type="light", width=90, css_classes=["ladder-cancel"],
-                                      disabled=True)
+        self.run = pn.widgets.Button(button_type="primary", width=230, css_classes=["ladder-run"])
+        self.stop = pn.widgets.Button(button_type="light", width=90, css_classes=["ladder-cancel"], disabled=True)
         self.bar = pn.indicators.Progress(value=0, max=100, width=220, visible=False, css_classes=["ladder-progress"],
                                           margin=(14, 10))
         self.status = pn.pane.HTML("", css_classes=["ladder-status"], sizing_mode="stretch_width", margin=(0, 10))
         # a file-like object: a plain string would be taken for a path
         self.download = pn.widgets.FileDownload(callback=lambda: io.StringIO(self.job.csv() if self.job else ""),
                                                 filename="step-ladder.csv",
-                                                label="Ladder (CSV)", button_type="light", width=140,
+                                                button_type="light", width=140,
                                                 css_classes=["ladder-csv"], disabled=True)
         self.run.on_click(lambda e: self.start())
         self.stop.on_click(lambda e: self.job and self.job.cancel("cancelled"))
         self.figs, self.sources = self._figures()
         self._cb = None
-        caption = pn.pane.HTML(
-            "<div style='font-size:12px;color:#444'>For each step size ε the chains run the same stretch of time "
-            "(the SDE held fixed: gradient-noise diffusion B = εV/2 and momentum resampling as at A's ε), and the "
-            "pooled θ₁ samples are scored against the exact density. A recipe's error falls with ε (dashed: "
-            "slopes 1 and 2); a naive sampler's levels off at a floor. Dotted: the KL a perfect sampler would show "
-            "with as many samples. PNG: the save tool of each plot.</div>", sizing_mode="stretch_width",
-            margin=(0, 10))
+        self.caption = caption = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
+        self._status = ("", "#444")
         self.body = pn.Column(
             pn.FlexBox(self.run, self.stop, self.bar, self.download, flex_wrap="wrap", sizing_mode="stretch_width"),
             self.status, caption,
             pn.FlexBox(*[pn.pane.Bokeh(f, sizing_mode="stretch_width", styles={"flex": "1 1 300px", "min-width": "0"})
                          for f in self.figs], flex_wrap="wrap", sizing_mode="stretch_width"),
             sizing_mode="stretch_width", css_classes=["ladder-view"])
+        self._words()
+        self.param.watch(self._words, "lang")
+
+    def _words(self, *_) -> None:
+        lang = self.lang
+        self.run.name, self.stop.name = tr("Run the step-size ladder", lang), tr("Cancel", lang)
+        self.download.label = tr("Ladder (CSV)", lang)
+        self.caption.object = "<div style='font-size:12px;color:#444'>" + tr(
+            "For each step size ε the chains run the same stretch of time (the SDE held fixed: gradient-noise "
+            "diffusion B = εV/2 and momentum resampling as at A's ε), and the pooled θ₁ samples are scored against "
+            "the exact density. A recipe's error falls with ε (dashed: slopes 1 and 2); a naive sampler's levels off "
+            "at a floor. Dotted: the KL a perfect sampler would show with as many samples. PNG: the save tool of "
+            "each plot.", lang) + "</div>"
+        for f, label in zip(self.figs, (N_("KL to the exact density"), N_("|E[θ₁²] − exact|"))):
+            f.title.text = tr("{label} against step size", lang, label=tr(label, lang))
+            f.yaxis[0].axis_label = tr(label, lang)
+            for item, slope in zip(f.legend[0].items[2:], (1, 2)):
+                item.label = dict(value=tr("slope {slope}", lang, slope=slope))
+        tool_words(self.figs, lang)
+        self._say(*self._status)
+
+    def _say(self, text: str, color: str = "#444") -> None:
+        self._status = (text, color)
+        self.status.object = (f"<span style='color:{color};font-size:13px'>{html.escape(tr_message(text, self.lang))}"
+                              "</span>" if text else "")
 
     def _figures(self):
         figs, sources = [], {}
@@ -103,7 +124,7 @@ class LadderView(Viewer):
         lab = self._lab_source if isinstance(self._lab_source, Lab) else self._lab_source()
         if not lab.sides and lab.building:
             # a lesson's lab is built on first use, on a worker: start when its samplers exist
-            self.status.object = "<span style='color:#444;font-size:13px'>building the samplers…</span>"
+            self._say(N_("building the samplers…"))
             waiting = []
 
             def built(event):
@@ -144,10 +165,9 @@ class LadderView(Viewer):
         self.download.disabled = not self.job.results
         if not running:
             self._stop_polling()
-        text = {"running": "running the ladder…", "done": "done", "cancelled": self.job.message,
+        text = {"running": N_("running the ladder…"), "done": N_("done"), "cancelled": self.job.message,
                 "failed": f"failed: {self.job.message}", "idle": ""}[event.new]
-        color = "#b00020" if event.new == "failed" else "#444"
-        self.status.object = f"<span style='color:{color};font-size:13px'>{html.escape(text)}</span>"
+        self._say(text, "#b00020" if event.new == "failed" else "#444")
 
     def _draw(self, event=None):
         results = self.job.results
@@ -189,14 +209,17 @@ class AutoEpsControl(Viewer):
     a link does; typing auto in the eps field does the same), the ladder's progress in words while it measures
     (one pane: each model is a cost at every page open), and what it chose and why."""
 
+    lang = param.Selector(objects=list(LANGS), default=DEFAULT_LANG)
+
     def __init__(self, lab: Lab, side: str = "A", **params):
         super().__init__(**params)
         self.lab, self.cfg, self.label = lab, lab.config, side
         self.key = "params" if side == "A" else "params_b"
         self.sampler_key = "sampler" if side == "A" else "sampler_b"
         # a toggle button, not a checkbox: Bokeh's checkbox is an input without a label (axe-core: label, critical)
-        self.toggle = pn.widgets.Toggle(name=tr("auto ε: picked by the step-size ladder"), button_type="light",
-                                        value=wants_auto(getattr(self.cfg, self.key)), margin=(4, 10),
+        self.toggle = pn.widgets.Toggle(name=tr("auto ε: picked by the step-size ladder", self.lang),
+                                        button_type="light", value=wants_auto(getattr(self.cfg, self.key)),
+                                        margin=(4, 10),
                                         css_classes=[f"auto-eps-{side.lower()}"])
         self.status = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), disable_math=True,
                                    css_classes=[f"auto-eps-status-{side.lower()}"])
@@ -207,8 +230,13 @@ class AutoEpsControl(Viewer):
         self.cfg.param.watch(self._follow, [self.key, self.sampler_key])
         self.job.param.watch(self._on_job, ["status", "progress"])
         lab.param.watch(lambda e: self._show(), "version")
+        self.param.watch(self._words, "lang")
         self._follow()
         self._on_job()
+
+    def _words(self, *_) -> None:
+        self.toggle.name = tr("auto ε: picked by the step-size ladder", self.lang)
+        self._show()
 
     def _on_toggle(self, event) -> None:
         params = dict(getattr(self.cfg, self.key))
@@ -244,19 +272,19 @@ class AutoEpsControl(Viewer):
         if state is None:
             text, color = "", "#444"
         elif state.found is not None:
-            text, color = explain(state), "#1b5e20" if state.found.passed else "#664d03"
+            text, color = explain(state, self.lang), "#1b5e20" if state.found.passed else "#664d03"
         elif job.status == "running":
             text = tr("auto ε: measuring on the step-size ladder, rung {rung} of at most {n} ({percent} %); "
-                      "meanwhile the run uses the fitted default ε = {eps}", rung=job.rung, n=len(AUTO_RUNGS),
-                      percent=f"{100 * job.progress:.0f}", eps=f"{state.default_eps:.3g}")
+                      "meanwhile the run uses the fitted default ε = {eps}", self.lang, rung=job.rung,
+                      n=len(AUTO_RUNGS), percent=f"{100 * job.progress:.0f}", eps=f"{state.default_eps:.3g}")
             color = "#444"
         elif job.status in ("failed", "cancelled"):
             text = tr("auto ε (sampler {label}) could not be measured: {why}; the run uses the fitted default ε = "
-                      "{eps} (type a number for eps)", label=self.label, why=job.message,
-                      eps=f"{state.default_eps:.3g}")
+                      "{eps} (type a number for eps)", self.lang, label=self.label,
+                      why=tr_message(job.message, self.lang), eps=f"{state.default_eps:.3g}")
             color = "#b00020"
         else:
-            text, color = explain(state), "#444"
+            text, color = explain(state, self.lang), "#444"
         html_ = f"<div style='font-size:12px;color:{color}'>{html.escape(text)}</div>" if text else ""
         if self.status.object != html_:
             self.status.object = html_

@@ -5,12 +5,14 @@ import html
 import re
 
 import panel as pn
+import param
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from panel.viewable import Viewer
 
 from lessons import run_check
 
 from ..model.content import ERRATA_SLUG, GLOSSARY_SLUG, errata_page, glossary_page, list_lessons
+from ..model.i18n import DEFAULT_LANG, LANGS
 from ..model.presets import demo_query
 from .ladder import LadderView
 from .lesson_demo import LessonDemo
@@ -48,6 +50,8 @@ def math_plugin(md):
 class LessonsView(Viewer):
     """A list of lessons; each shows its text, its live demo (embedded, started on demand) and a link
     that opens the demo's preset in the full lab."""
+
+    lang = param.Selector(objects=list(LANGS), default=DEFAULT_LANG)
 
     def __init__(self, selected: str = "", **params):
         super().__init__(**params)

@@ -12,10 +12,12 @@ import math
 import time
 
 import panel as pn
+import param
 from bokeh.models import ColumnDataSource, Line, Range1d
 from panel.viewable import Viewer
 
 from ..model.config import refusal
+from ..model.i18n import DEFAULT_LANG, LANGS
 from ..model.models import (
     ModelsConfig,
     ModelsLab,
@@ -146,6 +148,8 @@ class MetricPlot:
 
 class ModelsView(Viewer):
     """The Models page: controls on the left, the metric's summary and curves on the right."""
+
+    lang = param.Selector(objects=list(LANGS), default=DEFAULT_LANG)
 
     def __init__(self, config: ModelsConfig | None = None, errors=(), schedule=None, **params):
         super().__init__(**params)
@@ -350,8 +354,8 @@ class ModelsView(Viewer):
                           css_classes=["models-page"], stylesheets=[MODELS_CSS])
 
 
-def models_view(query: dict, errors=(), doc=None) -> ModelsView:
+def models_view(query: dict, errors=(), doc=None, lang: str = DEFAULT_LANG) -> ModelsView:
     """The page for a link's configuration (its bad items already reported in `errors`)."""
     cfg = ModelsConfig()
     errors = list(errors) + apply_models_query(cfg, query)
-    return ModelsView(cfg, errors, schedule=session_schedule(doc))
+    return ModelsView(cfg, errors, schedule=session_schedule(doc), lang=lang)
