@@ -97,9 +97,19 @@ def test_eps_auto_is_refused_naming_the_field_where_the_ladder_cannot_run():
 
 
 def test_eps_auto_goes_on_through_rebuilds_that_do_not_change_it_and_gives_up_past_its_limit(monkeypatch):
-    from app.model.ladder import AutoEpsJob
+    from app.model import ladder
+    from samplers.cache import BoundedCache
+    real = ladder._auto_work
+
+    def slow(send, sampler, seed):      # the ladder at its own pace ends between two polls on a quiet machine
+        send(("progress", 0.01))
+        time.sleep(30)
+        real(send, sampler, seed)
+
+    monkeypatch.setattr(ladder, "_auto_work", slow)       # the sandbox is a fork: it runs the patched one
+    monkeypatch.setattr("app.model.autoeps._CHOSEN", BoundedCache(8))
     lab = Lab(LabConfig(potential="double-well", sampler="sghmc", params={"eps": "auto"}, chains=100, seed=11))
-    job = AutoEpsJob(lab, "A")
+    job = ladder.AutoEpsJob(lab, "A")
     assert _wait(job, lambda: job.progress > 0, timeout=30)
     proc = job._box._proc
     lab.config.chains = 150                    # rebuilds; the ladder's runs do not depend on it
