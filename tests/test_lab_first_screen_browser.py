@@ -113,7 +113,8 @@ def test_the_first_screen_shows_a_naive_sampler_against_its_correction_with_both
         assert in_view(page, css, height), (css, box(page, css))
     play_until(page, 500)
     wait_for(lambda: "biased" in text(page, "[data-summary='accuracy-a']"), "A's accuracy verdict")
-    assert "accurate at this ε" in text(page, "[data-summary='accuracy-b']")
+    # B is decided against its noise floor too (SGHMC at ε = 0.1 is biased, ~60× less than A: tests/test_app_model.py)
+    assert "its noise floor" in text(page, "[data-summary='accuracy-b']")
     ratio = text(page, ".ab-ratio")
     assert re.fullmatch(r"KL of A is [\d,.]+× that of B", ratio) and "e+" not in ratio, ratio
     # the plots' text alternative, live: which histogram is wider, and by how much A's KL exceeds B's
