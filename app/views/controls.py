@@ -255,9 +255,15 @@ class ParamFields(Viewer):
     elsewhere updates them all in one batch, so the check of an edit always sees a whole set of
     values (never one field new and the rest old) and finds nothing to apply."""
 
-    def __init__(self, lab: Lab, side: str = "A", **params):
+    def __init__(self, lab: Lab, side: str = "A", folded: bool = False, **params):
         super().__init__(**params)
         self.lab, self.cfg, self.side = lab, lab.config, side
+        # folded: the fields are made on a click (sampler B's: the summary says how B's parameters differ from A's,
+        # and its fields were a sixth of the first screen's page-open cost)
+        self._folded = folded
+        self.unfold = pn.widgets.Button(name="Sampler B's parameters…", button_type="light", margin=(0, 10),
+                                        css_classes=[f"params-unfold-{side.lower()}"])
+        self.unfold.on_click(self._unfold)
         self.sampler_key = "sampler" if side == "A" else "sampler_b"
         self.params_key = "params" if side == "A" else "params_b"
         self.grid = pn.GridBox(ncols=2, sizing_mode="stretch_width")
@@ -272,6 +278,8 @@ class ParamFields(Viewer):
         self._more = False
         self._showing = False
         self._build()
+        self.body = pn.Column(*([self.unfold] if folded else [self.grid, self.more, self.error]),
+                              sizing_mode="stretch_width")
         self.cfg.param.watch(self._build, [self.sampler_key])
         self.cfg.param.watch(self._follow, [self.params_key])
 
@@ -285,6 +293,11 @@ class ParamFields(Viewer):
         spec = REGISTRY[name]
         overrides = getattr(self.cfg, self.params_key)
         shown = shown_params(name, overrides)
+        if self._folded:
+            self.widgets, self.grid.objects = {}, []
+            self.more.visible = False
+            self.error.object = ""
+            return
         # a choice that may also be typed (Santa's G1 = expr:...) is a text field, its choices in the tooltip
         picked = {key for key in shown if spec.declared[key].choices and not spec.declared[key].typed}
         fields = {key: param.Selector(default=value, objects=list(spec.declared[key].choices), check_on_set=False)
@@ -307,6 +320,11 @@ class ParamFields(Viewer):
         return pn.widgets.TextInput.from_param(self.values.param[key], name=key, sizing_mode="stretch_width",
                                                css_classes=[f"param-{self.side.lower()}-{key}"],
                                                **({"description": tip} if tip else {}))
+
+    def _unfold(self, *_):
+        self._folded = False
+        self._build()
+        self.body.objects = [self.grid, self.more, self.error]
 
     def _show_more(self, *_):
         if not self._more:
@@ -340,7 +358,7 @@ class ParamFields(Viewer):
 
     def _follow(self, event):
         name = getattr(self.cfg, self.sampler_key)
-        if name == DESIGN:
+        if name == DESIGN or self._folded:
             return
         if any(key in event.new for key in MORE):
             self._show_more()
@@ -360,7 +378,7 @@ class ParamFields(Viewer):
             self._showing = False
 
     def __panel__(self):
-        return pn.Column(self.grid, self.more, self.error, sizing_mode="stretch_width")
+        return self.body
 
 
 def describe_sampler(name: str) -> str:
@@ -388,7 +406,7 @@ class SamplerPicker(Viewer):
                                         css_classes=[f"sampler-select-{side.lower()}"], stylesheets=[HEADING_LABEL])
         self.doc = pn.pane.HTML(pn.bind(describe_sampler, self.cfg.param[self.key]), sizing_mode="stretch_width",
                                 margin=(0, 10))
-        self.fields = ParamFields(lab, side)
+        self.fields = ParamFields(lab, side, folded=side == "B")
         # a new sampler A starts from its own recipe and parameters: one update of several settings
         self.select.param.watch(self._on_select, "value")
         self.cfg.param.watch(self._follow, [self.key])

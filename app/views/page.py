@@ -190,7 +190,8 @@ class AppView(Viewer):
                 view.attach(self._doc)
             self._watch_lesson()
         elif tab == "figures" and self.figures is None:
-            from .figures import FiguresView     # HoloViews and its Bokeh backend: only for this section
+            # HoloViews and its Bokeh backend: imported for this section only
+            from .figures import FiguresView
             self.figures = view = FiguresView()
         elif tab == "models" and self.models is None:
             self.models = view = models_view(self._models_query or {}, doc=self._doc or pn.state.curdoc)
