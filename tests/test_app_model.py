@@ -850,3 +850,20 @@ def test_a_float32_lab_links_and_scores_as_the_float64_one():
     f64, f32 = lab_scores(seeds), lab_scores(seeds, dtype="float32")
     assert not differ(f64, f32).any(), (f64.mean(0), f32.mean(0))
     assert differ(f64, lab_scores(seeds, sampler="sghmc-naive")).all()
+
+
+def test_the_ladder_and_the_models_curves_give_their_values_under_the_pointer():
+    """Issue 30: figures a reader can query. Bokeh's hover on the ladder's points and the Models page's curves (each
+    names its sampler and reads ε or the step and the value; the Models one names the model's metric)."""
+    pytest.importorskip("panel")
+    from bokeh.models import HoverTool
+
+    from app.views.ladder import LadderView
+    from app.views.models import MetricPlot
+    ladder = LadderView(lab_for(potential="double-well", sampler="sghmc", chains=20))
+    for fig in ladder.figs:
+        tips = [dict(h.tooltips) for h in fig.tools if isinstance(h, HoverTool)]
+        assert [t["sampler"] for t in tips] == ["A", "B"] and all("@eps" in t["ε"] for t in tips), tips
+    plot = MetricPlot()
+    tips = [dict(h.tooltips) for h in plot.fig.tools if isinstance(h, HoverTool)]
+    assert [t["sampler"] for t in tips] == ["A", "B"] and all(t["step"].startswith("@t") for t in tips)
