@@ -475,10 +475,16 @@ class RunPlots:
         self.hist.data.update({f"top{i}": dens[i].tolist() for i in range(n_marg)})
         if self.log_hist is not None:
             self.log_hist.data.update(top=dens[-1].tolist())
-        for fig, d in zip(self.marginals, dens):   # grow a marginal's range when a histogram outgrows it (rare)
+        for fig, d, end in zip(self.marginals, dens, self._y_ends):
+            # grow a marginal's range when a histogram outgrows it (the ensemble before burn-in, gathered near its
+            # start), and back once the accumulated histogram fits in half of it (else the bars kept half the plot)
             top = float(np.max(d)) if len(d) else 0.0
-            if np.isfinite(top) and top > fig.y_range.end:
+            if not np.isfinite(top):
+                continue
+            if top > fig.y_range.end:
                 fig.y_range.end = 1.15 * top
+            elif run.accumulating and fig.y_range.end > end and 2.3 * top < fig.y_range.end:
+                fig.y_range.end = max(end, 1.15 * top)
         if not (score or text):
             return self.last_metrics
         m = run.metrics()
