@@ -60,6 +60,10 @@ SUMMARY_CSS = """
 :host(.present) .ab-numbers { font-size: 30px; }
 :host(.present) .ab-ratio, :host(.present) .badge, :host(.present) .ab-accuracy,
 :host(.present) .ab-same, :host(.present) .ab-say { font-size: 20px; }
+/* projector type: a side is at least as wide as its numbers (they stay on one line), so A, B and the ratio wrap onto
+   lines of their own rather than overlap (at 150 % zoom A's TV ran into B's KL) */
+:host(.present) .ab-side { min-width: auto !important; }
+@media (max-width: 1000px) { :host(.present) .ab-numbers { font-size: 24px; } }
 """
 BUILDING_HTML = "<div class='lab-building' style='font-size:15px;color:#555'>building the run…</div>"
 KL_LATER_HTML = ("<div class='kl-later' style='font-size:12px;color:#555'>The KL to the exact density, step by "

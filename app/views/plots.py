@@ -483,7 +483,7 @@ class RunPlots:
                 continue
             if top > fig.y_range.end:
                 fig.y_range.end = 1.15 * top
-            elif run.accumulating and fig.y_range.end > end and 2.3 * top < fig.y_range.end:
+            elif run.accumulating and fig.y_range.end > end and 2 * top < fig.y_range.end:
                 fig.y_range.end = max(end, 1.15 * top)
         if not (score or text):
             return self.last_metrics
