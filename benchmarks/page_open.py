@@ -14,6 +14,7 @@ been idle for a moment (the page's first messages handled). CPU is the server pr
 
     python -m benchmarks.page_open [--opens 10] [--query '?tab=lessons&lesson=05-sghmc' --wait '.lesson-body']
     python -m benchmarks.page_open --profile [--opens 10]     # cProfile of the lab's server only
+    python -m benchmarks.page_open --baseline ../checkout-of-an-older-commit   # that lab too, interleaved
 
 (from the repository root, as a module: it starts the servers with the browser tests' helper,
 tests/app_browser_support.py). --profile writes test-artifacts/page-open.prof and prints the functions
@@ -92,6 +93,8 @@ def main():
     ap.add_argument("--query", default="", help="the lab page's query, e.g. '?tab=lessons&lesson=05-sghmc'")
     ap.add_argument("--wait", default=LAB_READY, help="the element that says the lab page is ready")
     ap.add_argument("--profile", action="store_true", help="cProfile the lab's server (no bare app)")
+    ap.add_argument("--baseline", type=Path, help="another checkout (e.g. a git worktree of an older commit): "
+                    "its lab is opened too, interleaved, and compared in the same run")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -99,46 +102,54 @@ def main():
     # the lab as a server runs it (the browser tests turn Bokeh's document validation and error diagnostics on,
     # app/views/process.py leaves them off); the bare app as Panel's defaults have them (on)
     log = {"PANEL_LOG_LEVEL": "INFO"}
-    lab = AppServer(python_args=("-m", "cProfile", "-o", str(prof)) if args.profile else (),
-                    env={**log, "BOKEH_VALIDATE_DOC": "false", "BOKEH_PERFORM_ERROR_DIAGNOSTICS": "false"})
-    bare = None if args.profile else AppServer(app="benchmarks/bare_app", env=log)
-    servers = [s for s in (lab, bare) if s is not None]
+    lab_env = {**log, "BOKEH_VALIDATE_DOC": "false", "BOKEH_PERFORM_ERROR_DIAGNOSTICS": "false"}
+    servers = {"lab": AppServer(python_args=("-m", "cProfile", "-o", str(prof)) if args.profile else (),
+                                env=lab_env)}
+    if args.baseline is not None and not args.profile:
+        base = args.baseline.resolve()
+        servers["base"] = AppServer(env={**lab_env, "PYTHONPATH": str(base)}, root=base)
+    if not args.profile:
+        servers["bare"] = AppServer(app="benchmarks/bare_app", env=log)
+    ready = {"lab": (args.query, args.wait, 1), "base": (args.query, args.wait, 1), "bare": ("", BARE_READY, 4)}
     try:
-        lab.wait()
-        if bare is not None:
-            bare.wait()
+        for s in servers.values():
+            s.wait()
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
             # one open each first: the first session imports what the app imports lazily
-            open_once(browser, lab, args.query, args.wait)
-            if bare is not None:
-                open_once(browser, bare, "", BARE_READY, 4)
-            for s in servers:
+            for name, s in servers.items():
+                open_once(browser, s, *ready[name])
+            for s in servers.values():
                 settle(s)
-            start = [cpu_seconds(s.proc.pid) for s in servers]
-            cost = {"lab": [], "bare": []}
+            start = {name: cpu_seconds(s.proc.pid) for name, s in servers.items()}
+            cost = {name: [] for name in servers}
             for _ in range(args.opens):
-                cost["lab"].append(open_once(browser, lab, args.query, args.wait))
-                if bare is not None:
-                    cost["bare"].append(open_once(browser, bare, "", BARE_READY, 4))
+                for name, s in servers.items():
+                    cost[name].append(open_once(browser, s, *ready[name]))
             browser.close()
-        for s in servers:
+        for s in servers.values():
             settle(s)
-        total = {name: (cpu_seconds(s.proc.pid) - c0) / args.opens for name, s, c0 in zip(cost, servers, start)}
+        total = {name: (cpu_seconds(s.proc.pid) - start[name]) / args.opens for name, s in servers.items()}
     finally:
-        lab.stop()          # SIGTERM: Bokeh stops its loop and returns, so cProfile writes its file
-        if bare is not None:
-            bare.stop()
+        for s in servers.values():
+            s.stop()        # SIGTERM: Bokeh stops its loop and returns, so cProfile writes its file
     print(f"server CPU s per page open, {args.opens} opens each, interleaved{' ' + args.query if args.query else ''}")
+    if "base" in servers:
+        print(f"  base: the lab of {args.baseline}")
     print(f"  {'':<5}{'load: mean':>11}{'median':>8}{'min':>7}{'max':>7}{'with teardown':>15}{'wall s':>8}")
     for name, runs in cost.items():
-        if runs:
-            cpu = [c for c, _ in runs]
-            print(f"  {name:<5}{statistics.mean(cpu):11.3f}{statistics.median(cpu):8.3f}{min(cpu):7.3f}{max(cpu):7.3f}"
-                  f"{total[name]:15.3f}{statistics.mean(w for _, w in runs):8.2f}")
-    if cost["bare"]:
-        ratio = statistics.mean(c for c, _ in cost["lab"]) / statistics.mean(c for c, _ in cost["bare"])
-        print(f"  lab / bare: load {ratio:.2f}, with teardown {total['lab'] / total['bare']:.2f} (goal: <= 1)")
+        cpu = [c for c, _ in runs]
+        print(f"  {name:<5}{statistics.mean(cpu):11.3f}{statistics.median(cpu):8.3f}{min(cpu):7.3f}{max(cpu):7.3f}"
+              f"{total[name]:15.3f}{statistics.mean(w for _, w in runs):8.2f}")
+
+    def mean(name):
+        return statistics.mean(c for c, _ in cost[name])
+    for name in ("lab", "base"):
+        if name in cost and "bare" in cost:
+            print(f"  {name} / bare: load {mean(name) / mean('bare'):.2f}, "
+                  f"with teardown {total[name] / total['bare']:.2f} (goal: <= 1)")
+    if "base" in cost:
+        print(f"  lab / base: load {mean('lab') / mean('base'):.2f}, with teardown {total['lab'] / total['base']:.2f}")
     if args.profile:
         import pstats
         stats = pstats.Stats(str(prof))

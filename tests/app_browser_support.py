@@ -31,9 +31,9 @@ class AppServer:
     """`panel serve app` on a free port, from the repository root, as the README runs it; `app` serves
     another app directory (its URL path is the directory's name), `python_args` go before `-m panel`
     (e.g. a profiler's), `env` adds to the environment (PANEL_LOG_LEVEL=INFO logs each session's
-    creation and destruction)."""
+    creation and destruction), `root` serves another checkout (a benchmark's baseline)."""
 
-    def __init__(self, extra_args=(), app: str = "app", python_args=(), env=None):
+    def __init__(self, extra_args=(), app: str = "app", python_args=(), env=None, root: Path = ROOT):
         self.port = free_port()
         self.url = f"http://localhost:{self.port}/{Path(app).name}"
         self.log = ARTIFACTS / f"server-{self.port}.log"
@@ -44,7 +44,7 @@ class AppServer:
              "--address", "127.0.0.1", "--allow-websocket-origin", f"localhost:{self.port}",
              "--allow-websocket-origin", f"127.0.0.1:{self.port}",
              "--unused-session-lifetime", "5000", "--check-unused-sessions", "1000", *extra_args],
-            cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,
+            cwd=root, stdout=self._log, stderr=subprocess.STDOUT,
             env={**os.environ, "BOKEH_LOG_LEVEL": "info", "BOKEH_VALIDATE_DOC": "true",
                  "BOKEH_PERFORM_ERROR_DIAGNOSTICS": "true", **(env or {})})
 

@@ -22,6 +22,9 @@ from samplers.run import Ensemble
 from samplers.sampler import Sampler
 
 _MASS_CACHE = BoundedCache(256)
+# the noise floor's groups of chains (see LiveRun.noise_floor): 16 give each bin's variance to ±35 %, and the
+# floor, a sum over the bins, closer; below 8 groups (16 chains) or 50 samples a group it is not decidable
+FLOOR_GROUPS, MIN_GROUPS, MIN_GROUP_SAMPLES = 16, 8, 50
 
 
 def bin_masses(pot, edges) -> np.ndarray:
@@ -100,6 +103,12 @@ class LiveRun:
         self.joint_counts = np.zeros(self.masses.shape)
         self.joint_outside = 0.0
         self.kept = 0                     # live states accumulated (per coordinate: inside + outside)
+        # the scored histogram's counts per group of chains (chain i in group i mod G, the outside bin last): groups
+        # of independent chains are independent, so their spread is the histogram's Monte Carlo error, whatever the
+        # chains' autocorrelation, bin by bin (see noise_floor)
+        self.groups = min(FLOOR_GROUPS, self.chains // 2)
+        self._group_of = np.arange(self.chains) % max(self.groups, 1)
+        self.group_counts = np.zeros((max(self.groups, 1), self.masses.size + 1))
         self.samples = KeptSamples(self.chains)   # what the downloads hold
 
         # a few highlighted chains: their new positions since the view last asked
@@ -113,7 +122,7 @@ class LiveRun:
         self._ess_n = 0
         self._ess_cache = (float("nan"), float("nan"))
         self._ess_at = -1
-        self._floor = (None, float("nan"))    # (ESS it was computed at, KL noise floor)
+        self._floor = (-1, float("nan"))      # (step it was computed at, KL noise floor)
         self.error: str | None = None
         self.log_marginal = None
         self._escaped = (0, -1)            # (chains escaped at the last check, its step)
@@ -165,7 +174,7 @@ class LiveRun:
     def advance(self, steps: int) -> None:
         """Advance `steps` steps, accumulating as we go. Errors of the dynamics propagate
         (RecipeError, SamplerError...): the caller pauses and shows them."""
-        kept = []
+        kept, groups = [], []
         try:
             for _ in range(int(steps)):
                 self.ens.advance(1)
@@ -174,10 +183,13 @@ class LiveRun:
                 if self.ens.t > self.burn and self.ens.t % self.thin == 0:
                     self.samples.offer(self.ens.t, self.ens.z, self.ens.guard.alive)
                     kept.append(self._live_theta().copy())   # not a view of a state a later step may reuse
+                    groups.append(self._group_of if self.ens.n_diverged == 0 else
+                                  self._group_of[self.ens.guard.alive])
         finally:    # what was stepped is counted, also when a step raised
             if kept:
                 # binned once for all the steps: the per-call cost of the binning is most of it at 10^3 chains
-                self._accumulate(np.concatenate(kept) if len(kept) > 1 else kept[0])
+                one = len(kept) == 1
+                self._accumulate(kept[0] if one else np.concatenate(kept), groups[0] if one else np.concatenate(groups))
 
     def _live_theta(self) -> np.ndarray:
         th = self.theta_of(self.ens.z)
@@ -188,7 +200,7 @@ class LiveRun:
         return [dg.uniform_bin_index(theta[:, i], self._lo[i], self._inv[i], self._nb[i])
                 for i in range(len(self.edges))]
 
-    def _counts(self, theta: np.ndarray):
+    def _counts(self, theta: np.ndarray, groups: np.ndarray | None = None):
         idx = self._bin(theta)
         marg = [np.bincount(ix[ix >= 0], minlength=nb) for ix, nb in zip(idx, self._nb)]
         if self.dim == 2:
@@ -198,13 +210,21 @@ class LiveRun:
             joint = np.bincount(flat, minlength=self.masses.size).reshape(self.masses.shape)
             outside = theta.shape[0] - flat.size
         else:
+            ok = idx[0] >= 0
             joint = marg[0]
             outside = theta.shape[0] - joint.sum()
+        if groups is not None and self.groups > 1:
+            # each sample's bin of the scored histogram (the outside bin last), counted per group of chains
+            size = self.masses.size + 1
+            cell = np.full(theta.shape[0], size - 1)
+            cell[ok] = flat if self.dim == 2 else idx[0][ok]
+            self.group_counts += np.bincount(groups * size + cell, minlength=self.group_counts.size).reshape(
+                self.group_counts.shape)
         return marg, joint, float(outside)
 
-    def _accumulate(self, theta: np.ndarray) -> None:
+    def _accumulate(self, theta: np.ndarray, groups: np.ndarray | None = None) -> None:
         """Add these live states (rows of theta, from one or more steps) to the histograms."""
-        marg, joint, outside = self._counts(theta)
+        marg, joint, outside = self._counts(theta, groups)
         for acc, c in zip(self.marg_counts, marg):
             acc += c
         self.joint_counts += joint
@@ -312,16 +332,25 @@ class LiveRun:
             self._escaped = (count, self.t)
         return count
 
-    def noise_floor(self, ess: float) -> float:
-        """The KL an unbiased sampler would show with this many effective samples (samplers.accuracy's floor, with
-        the ESS of θ₁ as the number of independent draws): what "at the noise floor" is measured against. The
-        ESS is refreshed every 100 steps, and so is this."""
-        if not np.isfinite(ess) or ess < 2:
+    def noise_floor(self, every: int = 100) -> float:
+        """The KL an unbiased sampler would show with as much information as this histogram holds: what "at the
+        noise floor" is measured against. Each bin's Monte Carlo variance is measured from the spread of the
+        histograms of FLOOR_GROUPS groups of independent chains (`accuracy.floor_from_counts`, a group as one
+        chain), so the chains' autocorrelation is counted bin by bin, as it is. (It was the floor of as many
+        independent draws as θ₁'s ESS, which is θ₁'s mode-switching time: ~6× the KL an unbiased sampler shows
+        on Chen et al.'s double well, an "accurate" for KLs several times too large.) NaN, "not decidable yet":
+        fewer than MIN_GROUPS groups (too few chains), or too few samples to tell any group's histogram.
+        Refreshed every `every` steps."""
+        if self.groups < MIN_GROUPS or not self.kept:
             return float("nan")
-        n = int(round(ess))
-        if self._floor[0] != n:
-            q = np.append(self.masses.ravel(), max(1.0 - float(self.masses.sum()), 0.0))
-            self._floor = (n, floor_from_counts(np.zeros((1, q.size)), n, q))
+        if self._floor[0] < 0 or self.t - self._floor[0] >= every:
+            n = self.group_counts.sum(axis=1)
+            value = float("nan")
+            if n.min() >= MIN_GROUP_SAMPLES:
+                q = np.append(self.masses.ravel(), max(1.0 - float(self.masses.sum()), 0.0))
+                # a diverged chain leaves its group a little short: each group's counts as shares of the same size
+                value = floor_from_counts(self.group_counts * (n.mean() / n)[:, None], n.mean(), q)
+            self._floor = (self.t, value)
         return self._floor[1]
 
     def spread(self, dens: np.ndarray) -> float:
@@ -349,7 +378,7 @@ class LiveRun:
         out = dict(t=self.t, chains=self.chains, dim=self.dim, diverged=self.n_diverged, kl=kl, tv=tv, ess=ess,
                    ess_per=eff, kept=self.kept, accumulating=self.accumulating, burn=self.burn,
                    escaped=self.n_escaped(), outside=outside / n,
-                   floor=self.noise_floor(ess) if self.accumulating else float("nan"), spread=self.spread(dens[0]))
+                   floor=self.noise_floor() if self.accumulating else float("nan"), spread=self.spread(dens[0]))
         alive = self.ens.guard.alive
         if self.xi_cols:
             out["xi"] = float(self.ens.z[alive][:, self.xi_cols].mean()) if alive.any() else float("nan")

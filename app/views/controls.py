@@ -314,9 +314,15 @@ class ParamFields(Viewer):
 
     lang = LANG
 
-    def __init__(self, lab: Lab, side: str = "A", **params):
+    def __init__(self, lab: Lab, side: str = "A", folded: bool = False, **params):
         super().__init__(**params)
         self.lab, self.cfg, self.side = lab, lab.config, side
+        # folded: the fields are made on a click (sampler B's: the summary says how B's parameters differ from A's,
+        # and its fields were a sixth of the first screen's page-open cost)
+        self._folded = folded
+        self.unfold = pn.widgets.Button(name=tr("Sampler B's parameters…", self.lang), button_type="light",
+                                        margin=(0, 10), css_classes=[f"params-unfold-{side.lower()}"])
+        self.unfold.on_click(self._unfold)
         self.sampler_key = "sampler" if side == "A" else "sampler_b"
         self.params_key = "params" if side == "A" else "params_b"
         self.grid = pn.GridBox(ncols=2, sizing_mode="stretch_width")
@@ -333,12 +339,15 @@ class ParamFields(Viewer):
         self._showing = False
         self._why = ""
         self._build()
+        self.body = pn.Column(*([self.unfold] if folded else [self.grid, self.auto, self.more, self.error]),
+                              sizing_mode="stretch_width")
         self.cfg.param.watch(self._build, [self.sampler_key])
         self.cfg.param.watch(self._follow, [self.params_key])
         self.param.watch(self._words, "lang")
 
     def _words(self, *_) -> None:
         self.more.name = tr("β and step-size schedule…", self.lang)
+        self.unfold.name = tr("Sampler B's parameters…", self.lang)
         self.auto.lang = self.lang
         spec = REGISTRY.get(getattr(self.cfg, self.sampler_key))
         for key, widget in self.widgets.items():
@@ -365,6 +374,11 @@ class ParamFields(Viewer):
         spec = REGISTRY[name]
         overrides = getattr(self.cfg, self.params_key)
         shown = shown_params(name, overrides)
+        if self._folded:
+            self.widgets, self.grid.objects = {}, []
+            self.more.visible = False
+            self.error.object = ""
+            return
         # a choice that may also be typed (Santa's G1 = expr:...) is a text field, its choices in the tooltip
         picked = {key for key in shown if spec.declared[key].choices and not spec.declared[key].typed}
         fields = {key: param.Selector(default=value, objects=list(spec.declared[key].choices), check_on_set=False)
@@ -387,6 +401,11 @@ class ParamFields(Viewer):
         return pn.widgets.TextInput.from_param(self.values.param[key], name=key, sizing_mode="stretch_width",
                                                css_classes=[f"param-{self.side.lower()}-{key}"],
                                                **({"description": tr_message(tip, self.lang)} if tip else {}))
+
+    def _unfold(self, *_):
+        self._folded = False
+        self._build()
+        self.body.objects = [self.grid, self.auto, self.more, self.error]
 
     def _show_more(self, *_):
         if not self._more:
@@ -420,7 +439,7 @@ class ParamFields(Viewer):
 
     def _follow(self, event):
         name = getattr(self.cfg, self.sampler_key)
-        if name == DESIGN:
+        if name == DESIGN or self._folded:
             return
         if any(key in event.new for key in MORE):
             self._show_more()
@@ -440,7 +459,7 @@ class ParamFields(Viewer):
             self._showing = False
 
     def __panel__(self):
-        return pn.Column(self.grid, self.auto, self.more, self.error, sizing_mode="stretch_width")
+        return self.body
 
 
 def describe_sampler(name: str, lang: str = DEFAULT_LANG) -> str:
@@ -469,7 +488,7 @@ class SamplerPicker(Viewer):
                                         stylesheets=[HEADING_LABEL])
         self.doc = pn.pane.HTML(pn.bind(describe_sampler, self.cfg.param[self.key], self.param.lang),
                                 sizing_mode="stretch_width", margin=(0, 10))
-        self.fields = ParamFields(lab, side, lang=self.lang)
+        self.fields = ParamFields(lab, side, folded=side == "B", lang=self.lang)
         self._words()
         # a new sampler A starts from its own recipe and parameters: one update of several settings
         self.select.param.watch(self._on_select, "value")

@@ -26,7 +26,7 @@ from .controls import CompareControls, PotentialPicker, RunControls, SamplerPick
 from .design import DesignEditor, design_side
 from .frame_loop import FrameLoop
 from .ladder import LadderView
-from .plots import RUN_COLORS, RUN_MARKS, KLHistory, RunPlots, fmt, text_size
+from .plots import RUN_COLORS, RUN_MARKS, KLHistory, RunPlots, fmt, lighten, text_size
 from .recipe_editor import RecipeEditor
 from .residual_map import ResidualMapView
 
@@ -62,6 +62,10 @@ SUMMARY_CSS = """
 :host(.present) .ab-numbers { font-size: 30px; }
 :host(.present) .ab-ratio, :host(.present) .badge, :host(.present) .ab-accuracy,
 :host(.present) .ab-same, :host(.present) .ab-say { font-size: 20px; }
+/* projector type: a side is at least as wide as its numbers (they stay on one line), so A, B and the ratio wrap onto
+   lines of their own rather than overlap (at 150 % zoom A's TV ran into B's KL) */
+:host(.present) .ab-side { min-width: auto !important; }
+@media (max-width: 1000px) { :host(.present) .ab-numbers { font-size: 24px; } }
 """
 BUILDING_HTML = "<div class='lab-building' style='font-size:15px;color:#555'>{}</div>"
 KL_LATER_HTML = "<div class='kl-later' style='font-size:12px;color:#555'>{}</div>"
@@ -494,8 +498,12 @@ class LabView(Viewer):
             return
         # new figures carry their first data already; touching them again in this callback would reach
         # the browser before Panel (which sends new models on the next tick) has sent the models
-        self.plots = [RunPlots(run, side, run.label, log_view, self.presenting, self.lang)
+        shared = {}      # both runs on one target draw its exact density from the same models
+        stepping = lab.playing or any(run.t for run in lab.runs)
+        self.plots = [RunPlots(run, side, run.label, log_view, self.presenting, shared, trace=stepping,
+                                   lang=self.lang)
                       for run, side in zip(lab.runs, lab.sides)]
+        lighten([f for p in self.plots for f in p.figures])
         for p, side in zip(self.plots, lab.sides):
             p.show_metrics(p.last_metrics | self._extra(side))
         self.summary.object = (summary_html(lab.sides, [p.last_metrics for p in self.plots], self.lang) if lab.sides
@@ -511,10 +519,12 @@ class LabView(Viewer):
             if lab.playing:
                 self._make_kl()
 
-    # The KL history is empty until a run has stepped, and its figure is a seventh of a page open's models: it is
-    # built when Play is pressed or a paused run steps, never inside a frame (a frame's stream into its sources
-    # could reach the page before Panel has sent their models: "reference … isn't known").
+    # The KL history and a phase plane's trace are empty until a run has stepped, and a good part of a page open's
+    # models: they are built when Play is pressed or a paused run steps, never inside a frame (a frame's stream
+    # into their sources could reach the page before their models: "reference … isn't known").
     def _make_kl(self) -> None:
+        if any([p.add_trace(self.presenting) for p in self.plots]):
+            self._fresh = True
         if self.kl is not None or not self.plots:
             return
         self.kl = KLHistory(self.lab.runs, [p.title for p in self.plots], self.lang)
@@ -527,11 +537,11 @@ class LabView(Viewer):
     def _start_kl(self) -> bool:
         """Whether the KL history is there to update; a paused step builds it (False in that call: its models
         reach the browser after it)."""
-        if self.kl is not None:
-            return True
-        if not self.loop.in_frame and any(run.t for run in self.lab.runs):
+        had = self.kl is not None
+        missing = not had or any(p.trace is None and p.shows_trace for p in self.plots)
+        if missing and not self.loop.in_frame and any(run.t for run in self.lab.runs):
             self._make_kl()
-        return False
+        return had
 
     def _extra(self, side):
         if side.residual is None:

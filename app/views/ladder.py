@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, CustomJSTicker, Legend, LegendItem
+from bokeh.models import ColumnDataSource, CustomJSTicker, HoverTool, Legend, LegendItem
 from panel.viewable import Viewer
 
 from samplers.ladder import AUTO_RUNGS
@@ -101,7 +101,12 @@ class LadderView(Viewer):
                 src = ColumnDataSource(dict(eps=[], y=[]), name=f"ladder-{key}-{side}")
                 color = RUN_COLORS[side]
                 line = f.line("eps", "y", source=src, color=color, line_width=2)
-                f.scatter("eps", "y", source=src, color=color, size=7)
+                points = f.scatter("eps", "y", source=src, color=color, size=7)
+                # a reader reads each point's values off the plot (Bokeh's hover: HoloViews would redraw the whole
+                # plot at each point the ladder adds, benchmarks/holoviews_cost.py)
+                f.add_tools(HoverTool(renderers=[points], tooltips=[("sampler", side), ("ε", "@eps{%0.4g}"),
+                                                                    (label, "@y{%0.3g}")],
+                                      formatters={"@eps": "printf", "@y": "printf"}))
                 items.append(LegendItem(label=side, renderers=[line]))
                 sources[(key, side)] = src
                 if key == "kl":

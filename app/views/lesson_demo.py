@@ -292,7 +292,7 @@ class LessonDemo(Viewer):
         for p in self.view.plots if self.view is not None else []:
             if p.main is not None:
                 kinds.append("phase plane" if "phase plane" in p.main.title.text else "density")
-            if p.trace is not None:
+            if p.shows_trace:
                 kinds.append("trace")
             for fig in p.marginals:
                 kinds.append("log histogram" if fig.title.text.startswith("log") else "histogram")

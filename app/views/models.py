@@ -13,7 +13,7 @@ import time
 
 import panel as pn
 import param
-from bokeh.models import ColumnDataSource, Line, Range1d
+from bokeh.models import ColumnDataSource, HoverTool, Line, Range1d
 from panel.viewable import Viewer
 
 from ..model.config import refusal
@@ -106,14 +106,24 @@ class MetricPlot:
         self.fig.name = "models-metric"
         blank = stand_in_source()
         self.sources, entries = [], []
+        self.hovers = []
         for label in ("A", "B"):
             src = ColumnDataSource(dict(t=[], v=[]), name=f"models-{label.lower()}")
             style = dict(line_color=RUN_COLORS[label], line_width=2, line_dash=RUN_DASH[label])
-            entries.append((label, add_glyph(self.fig, Line(x="t", y="v", **style), src),
-                            add_glyph(self.fig, Line(**style), blank)))
+            live = add_glyph(self.fig, Line(x="t", y="v", **style), src)
+            entries.append((label, live, add_glyph(self.fig, Line(**style), blank)))
             self.sources.append(src)
+            # each curve's values under the pointer (Bokeh's hover: the curves stream, which HoloViews would redraw
+            # whole at every frame, benchmarks/holoviews_cost.py)
+            self.hovers.append(HoverTool(renderers=[live], mode="vline", tooltips=self._tips(label, "value"),
+                                         formatters={"@v": "printf"}))
+        self.fig.add_tools(*self.hovers)
         self.legend = add_legend(self.fig, entries, "top_right")
         lighten([self.fig])
+
+    @staticmethod
+    def _tips(label: str, metric: str) -> list:
+        return [("sampler", label), ("step", "@t{0,0}"), (metric, "@v{%0.4g}")]
 
     def show(self, runs) -> None:
         """New runs: their titles, the metric's name, and their history so far."""
@@ -122,6 +132,8 @@ class MetricPlot:
         # where the curves are not: they start high and fall (lower is better) or start low and rise
         self.legend.location = "top_right" if m.lower_is_better else "bottom_right"
         self.fig.yaxis.axis_label = m.metric_name
+        for hover, label in zip(self.hovers, ("A", "B")):
+            hover.tooltips = self._tips(label, m.metric_name)
         for item, side in zip(self.legend.items, runs.sides):
             item.label = dict(value=f"{RUN_MARKS[side.label]} {side.label}: {side.title}")
         self.add(True, *runs.take_points()[1:])

@@ -19,7 +19,6 @@ from ..model.models import apply_models_query, models_query
 from ..model.presets import FIRST_SCREEN
 from ..model.reasons import Notice, NoticeKind
 from ..model.urlstate import NAV_KEYS, apply_query, nav_errors, parse_search, query_string
-from .figures import FiguresView
 from .frame_loop import session_schedule
 from .lab import LabView, alert_html
 from .lessons import LessonsView
@@ -149,7 +148,7 @@ class AppView(Viewer):
         self._report_ignored(errors)
         self.lab_view: LabView | None = None
         self.lessons: LessonsView | None = None
-        self.figures: FiguresView | None = None
+        self.figures = None          # FiguresView (HoloViews is imported when that tab is first opened)
         self.models: ModelsView | None = None
         self._lesson = query.get("lesson", "")     # the lesson the Lessons section opens on
         self._recipe_open = query.get("recipe", "") in ("1", "true")
@@ -218,6 +217,8 @@ class AppView(Viewer):
                 view.attach(self._doc)
             self._watch_lesson()
         elif tab == "figures" and self.figures is None:
+            # HoloViews and its Bokeh backend: imported for this section only
+            from .figures import FiguresView
             self.figures = view = FiguresView(lang=self.lang)
         elif tab == "models" and self.models is None:
             self.models = view = models_view(self._models_query or {}, doc=self._doc or pn.state.curdoc, lang=self.lang)

@@ -26,6 +26,7 @@ import panel as pn
 from bokeh.layouts import column
 from bokeh.models import (
     AllIndices,
+    BasicTicker,
     CDSView,
     ColumnDataSource,
     CustomJS,
@@ -38,6 +39,7 @@ from bokeh.models import (
     Line,
     LinearAxis,
     LinearColorMapper,
+    LinearScale,
     MultiLine,
     Quad,
     Range1d,
@@ -71,6 +73,7 @@ TRACE_ROLLOVER = 600
 TRACE_AHEAD = 150   # steps of room ahead of the trace: its axis moves only when the trace reaches the end
 MAIN_HEIGHT = 340
 MARGINAL_HEIGHT = 170
+MARGINAL_HEIGHT_PRESENT = 250
 LIVE = "overlay"   # the level of renderers whose data change every frame (see the module docstring)
 # drawing the points is the costliest part of a frame in the browser: filled squares, no outline (an
 # outline doubles the canvas work per point, and software rendering fills squares faster than circles)
@@ -86,7 +89,9 @@ def stand_in_source() -> ColumnDataSource:
 def lighten(figs) -> None:
     """Fewer models for the same picture: each model of a page costs the server at the page's open and
     in every frame's message (docs/notes/page-open.md).
-    * One ticker and one label policy for the linear axes (and their grids): both are stateless in BokehJS.
+    * One ticker, one label policy, one tick formatter and one linear scale for the linear axes (and their
+      grids) of all the figures given (a view's, both runs' when comparing): all stateless in BokehJS (its
+      frame clones a plot's scale before setting its ranges; the formatter's precision search is local).
     * One AllIndices filter for the renderers' views and one selection policy for their sources: both are
       stateless in BokehJS, and Bokeh makes one per renderer and per source.
     (Renderers of one source sharing one view lost the legend's scatter markers: BokehJS keeps a view per
@@ -100,16 +105,21 @@ def lighten(figs) -> None:
                     r.view.filter = everything
                 if isinstance(r.data_source, ColumnDataSource):
                     r.data_source.selection_policy = union
+    scales = [(f, d) for f in figs for d in ("x_scale", "y_scale") if type(getattr(f, d)) is LinearScale]
+    for f, d in scales:
+        setattr(f, d, getattr(*scales[0]))
     axes = [a for f in figs for a in (*f.xaxis, *f.yaxis) if type(a) is LinearAxis]
     if not axes:
         return
-    ticker, policy = axes[0].ticker, axes[0].major_label_policy
+    ticker, policy, formatter = axes[0].ticker, axes[0].major_label_policy, axes[0].formatter
     for f in figs:
         for grid in f.grid:
             if type(grid.ticker) is type(ticker):
                 grid.ticker = ticker
     for a in axes:
         a.ticker, a.major_label_policy = ticker, policy
+        if type(a.formatter) is type(formatter):
+            a.formatter = formatter
 
 
 def add_glyph(fig, glyph, source, level="glyph", **kw) -> GlyphRenderer:
@@ -143,33 +153,50 @@ def tool_words(figs, lang: str) -> None:
 
 
 def text_size(figs, present: bool) -> None:
-    """Titles, tick labels, axis labels and legends at the normal or the presentation sizes (TEXT_SIZES)."""
+    """Titles, tick labels, axis labels and legends at the normal or the presentation sizes (TEXT_SIZES). With
+    projector-sized text a histogram keeps its room: taller, fewer ticks, its legend on one line above the bars
+    (at 170 px its 18 px text left 80 px of plot under a legend as tall)."""
     size = TEXT_SIZES[bool(present)]
     for f in figs:
         f.title.text_font_size = size["title"]
         for axis in (*f.xaxis, *f.yaxis):
             axis.major_label_text_font_size = size["ticks"]
             axis.axis_label_text_font_size = size["axis"]
+            if isinstance(axis.ticker, BasicTicker):
+                axis.ticker.desired_num_ticks = 4 if present else 6
         for legend in f.legend:
             legend.label_text_font_size = size["legend"]
+            legend.orientation = "horizontal" if present else "vertical"
+            legend.padding, legend.spacing = (4, 12) if present else (10, 3)
+        if (f.name or "").startswith("marginal-"):
+            f.height = MARGINAL_HEIGHT_PRESENT if present else MARGINAL_HEIGHT
 
 
-def _density_image(p, axes, dens, contour=True):
-    """The exact density as an image with a few contour lines (static)."""
+def _density_sources(axes, dens):
+    """The exact density's image, colour map and contour lines (None: no contours), as models two figures
+    of one target can share."""
     xs, ys = axes
     img = np.asarray(dens, float).T            # Bokeh images are [y, x]
     image = Image(x=xs[0], y=ys[0], dw=xs[-1] - xs[0], dh=ys[-1] - ys[0], global_alpha=0.9,
                   color_mapper=LinearColorMapper(palette=DENSITY_PALETTE))
-    add_glyph(p, image, ColumnDataSource(dict(image=[img])), "image")
-    if contour and np.isfinite(img).all() and img.max() > 0:
+    contours = None
+    if np.isfinite(img).all() and img.max() > 0:
         levels = img.max() * np.array([0.02, 0.1, 0.3, 0.6, 0.9])
         try:
             lines = contour_data(xs, ys, img, levels, want_fill=False).line_data
+            # one multi-line (NaN breaks each level's pieces): Bokeh's contour renderer is 14 models, this 5
+            contours = ColumnDataSource(dict(xs=list(lines.xs), ys=list(lines.ys)))
         except Exception:   # contourpy refuses degenerate grids; the image alone is enough
-            return
-        # one multi-line (NaN breaks each level's pieces): Bokeh's contour renderer is 14 models, this 5
-        add_glyph(p, MultiLine(line_color="#08306b", line_alpha=0.5, line_width=1),
-              ColumnDataSource(dict(xs=list(lines.xs), ys=list(lines.ys))))
+            pass
+    return image, ColumnDataSource(dict(image=[img])), contours
+
+
+def _density_image(p, sources):
+    """The exact density as an image with a few contour lines (static)."""
+    image, source, contours = sources
+    add_glyph(p, image, source, "image")
+    if contours is not None:
+        add_glyph(p, MultiLine(line_color="#08306b", line_alpha=0.5, line_width=1), contours)
 
 
 def browser_only(*ranges):
@@ -222,9 +249,15 @@ class RunPlots:
                 _r_box(side) if run.dim == 1 and run.has_momentum else None)
 
     def __init__(self, run: LiveRun, side, label: str, log_view: bool = False, present: bool = False,
-                 lang: str = DEFAULT_LANG):
+                 shared: dict | None = None, trace: bool = True, lang: str = DEFAULT_LANG):
+        """`shared`: the static models (the exact density, its marginals' curves, the legends' stand-ins) of
+        the figures made before these in the same rebuild, by what they show: both runs on one target draw
+        the same exact density from the same models (sent to the page once). `trace=False`: a trace under a
+        phase plane is made by `add_trace` (it is empty until the run steps, and a sixth of a first screen's
+        models: docs/notes/page-open.md)."""
         self.label, self.log_view, self.lang = label, log_view, lang
         self._texts = []      # (model, attribute, English, fields): relabel() words them again
+        self._shared = {} if shared is None else shared
         self.key = self.structure(run, side, log_view)
         self.color = RUN_COLORS.get(run.label, "#1f77b4")
         pot = run.pot
@@ -248,7 +281,7 @@ class RunPlots:
         self.ens = ColumnDataSource(dict(x=np.full(n_pts, np.nan), y=np.full(n_pts, np.nan),
                                          hid=np.arange(n_pts, dtype=float)), name=f"ens-{run.label}")
         self.figures = []
-        self.blank = stand_in_source()
+        self.blank = self._static(("blank",), stand_in_source)
 
         self.main = None
         if self.dim >= 2:
@@ -257,8 +290,8 @@ class RunPlots:
                              y_range=Range1d(*pot.box[1]), x_axis_label=f"{v}₁", y_axis_label=f"{v}₂")
             self._say(self.main.title, "text", N_("{title} — {v}₁, {v}₂"), v=v)
             if self.dim == 2:
-                axes, dens = pot.grid(151)
-                _density_image(self.main, axes, dens)
+                _density_image(self.main, self._static(("density", pot.name, _box(pot)),
+                                                       lambda: _density_sources(*pot.grid(151))))
             for k in range(K):
                 add_glyph(self.main, Line(x=f"x{k}", y=f"y{k}", line_color=PATH_COLORS[k % 6], line_width=1.5,
                                       line_alpha=0.9), self.paths, LIVE)
@@ -268,8 +301,8 @@ class RunPlots:
             self.main = new_figure(f"{self.title} — phase plane (θ, r)", MAIN_HEIGHT, x_range=Range1d(*pot.box[0]),
                              y_range=Range1d(*rbox), x_axis_label="θ", y_axis_label="r")
             self._say(self.main.title, "text", N_("{title} — phase plane (θ, r)"))
-            axes, dens = phase_density(pot, rbox, M)
-            _density_image(self.main, axes, dens)
+            _density_image(self.main, self._static(("phase", pot.name, _box(pot), rbox, M),
+                                                   lambda: _density_sources(*phase_density(pot, rbox, M))))
             for k in range(K):
                 add_glyph(self.main, Line(x=f"x{k}", y=f"r{k}", line_color=PATH_COLORS[k % 6], line_width=1.5),
                       self.paths, LIVE)
@@ -278,18 +311,10 @@ class RunPlots:
             self.main.name = f"main-{run.label}"
             self.figures.append(self.main)
 
-        self.trace = None
-        if self.dim == 1:
-            self.trace = new_figure(f"{self.title} — trace of θ" if self.main is None else "trace of θ",
-                              MAIN_HEIGHT if self.main is None else 180, y_range=Range1d(*pot.box[0]),
-                              x_range=Range1d(0, TRACE_ROLLOVER + TRACE_AHEAD), x_axis_label="step", y_axis_label="θ")
-            self.trace.name = f"trace-{run.label}"
-            self._say(self.trace.title, "text", N_("{title} — trace of θ") if self.main is None else N_("trace of θ"))
-            self._say(self.trace.xaxis[0], "axis_label", N_("step"))
-            for k in range(K):
-                add_glyph(self.trace, Line(x="t", y=f"x{k}", line_color=PATH_COLORS[k % 6], line_width=1.2),
-                      self.trace_paths, LIVE)
-            self.figures.append(self.trace)
+        self.trace, self.column = None, None
+        self._run_label, self._box0 = run.label, pot.box[0]
+        if self.dim == 1 and (trace or self.main is None):
+            self._make_trace()
 
         self.marginals, self.log_hist = [], None
         n_marg = run.plot_dims if run.dim <= 2 else 2
@@ -307,7 +332,8 @@ class RunPlots:
             # the histogram against the exact density first: on a first screen (a laptop at 150 %, a projector)
             # it is what tells a sampler's law, where the phase plane and the trace show how it moves
             self.figures = self.marginals + [f for f in self.figures if f not in self.marginals]
-        lighten(self.figures)
+        if shared is None:
+            lighten(self.figures)     # else by the caller, over every run's figures
         if present:
             text_size(self.figures, True)
         self._y_ends = [fig.y_range.end for fig in self.marginals]
@@ -329,6 +355,43 @@ class RunPlots:
             words = tr(text, lang, title=self.title, **fields).strip()
             setattr(model, attr, dict(value=words) if attr == "label" else words)
         tool_words(self.figures, lang)
+
+    @property
+    def shows_trace(self) -> bool:
+        """A 1-D run shows its trace (under a phase plane, once the run steps)."""
+        return self.dim == 1
+
+    def _make_trace(self):
+        self.trace = new_figure(f"{self.title} — trace of θ" if self.main is None else "trace of θ",
+                                MAIN_HEIGHT if self.main is None else 180, y_range=Range1d(*self._box0),
+                                x_range=Range1d(0, TRACE_ROLLOVER + TRACE_AHEAD), x_axis_label="step",
+                                y_axis_label="θ")
+        self.trace.name = f"trace-{self._run_label}"
+        self._say(self.trace.title, "text", N_("{title} — trace of θ") if self.main is None else N_("trace of θ"))
+        self._say(self.trace.xaxis[0], "axis_label", N_("step"))
+        for k in range(self.K):
+            add_glyph(self.trace, Line(x="t", y=f"x{k}", line_color=PATH_COLORS[k % 6], line_width=1.2),
+                      self.trace_paths, LIVE)
+        self.figures.append(self.trace)
+        self._scroll_trace(self.trace_paths.data["t"][-1] if len(self.trace_paths.data["t"]) else 0)
+
+    def add_trace(self, present: bool = False) -> bool:
+        """The trace under the phase plane, added to the figures on the page (outside a frame: its models must
+        reach the page before a frame streams into them). False: there was nothing to add."""
+        if self.trace is not None or not self.shows_trace:
+            return False
+        self._make_trace()
+        self.relabel(self.lang)
+        lighten([self.trace])
+        text_size([self.trace], present)
+        if self.column is not None:
+            self.column.children = [*self.column.children, self.trace]
+        return True
+
+    def _static(self, key, make):
+        if key not in self._shared:
+            self._shared[key] = make()
+        return self._shared[key]
 
     def _add_ensemble(self, K):
         """The ensemble's points and, on top, the highlighted chains: the first K rows of the same source."""
@@ -353,13 +416,16 @@ class RunPlots:
         xs = np.linspace(edges[0], edges[-1], 400)
         marg = pot.marginals.get(i)
         ys = np.asarray(marg(xs), float) if marg is not None else np.zeros_like(xs)
+        exact = (None if marg is None else
+                 self._static(("marginal", pot.name, _box(pot), i, edges[0], edges[-1]),
+                              lambda: ColumnDataSource(dict(x=xs, y=ys))))
         peak = float(np.nanmax(ys)) if np.isfinite(ys).any() and np.nanmax(ys) > 0 else 1.0
         p = new_figure(f"marginal of {coord}: samples vs exact", MARGINAL_HEIGHT, x_range=Range1d(edges[0], edges[-1]),
                  y_range=Range1d(0, 1.25 * peak), x_axis_label=coord, y_axis_label="density")
         self._say(p.title, "text", N_("marginal of {coord}: samples vs exact"), coord=coord)
         self._say(p.yaxis[0], "axis_label", N_("density"))
         self._add_histogram(p, dict(left=f"left{i}", right=f"right{i}", top=f"top{i}", source=self.hist),
-                            (xs, ys) if marg is not None else None, "top_right")
+                            exact, "top_right")
         p.name, p.css_classes = f"marginal-{self.label}-{i}", [f"marginal-{self.label.lower()}"]
         self.marginals.append(p)
         self.figures.append(p)
@@ -376,14 +442,14 @@ class RunPlots:
         self._say(p.yaxis[0], "axis_label", N_("density of log₁₀ {v}"), v=self.var)
         src = ColumnDataSource(dict(left=edges[:-1], right=edges[1:], top=np.zeros(len(edges) - 1)),
                                name=f"hist-{run.label}-log")
-        self._add_histogram(p, dict(left="left", right="right", top="top", source=src), (lm["x"], lm["exact"]),
-                            "top_left")
+        self._add_histogram(p, dict(left="left", right="right", top="top", source=src),
+                            ColumnDataSource(dict(x=lm["x"], y=lm["exact"])), "top_left")
         self.log_hist = src
         self.marginals.append(p)
         self.figures.append(p)
 
     def _add_histogram(self, fig, columns, exact, location):
-        """Bars of the samples' histogram and, over them, the exact curve (xs, ys) if known; both live
+        """Bars of the samples' histogram and, over them, the exact curve (a source of x, y) if known; both live
         (on the overlay level) so that the curve stays on top of the bars."""
         style = dict(fill_color=self.color, fill_alpha=0.45, line_color=self.color, line_alpha=0.6,
                      hatch_pattern=RUN_HATCH.get(self.label), hatch_color=self.color, hatch_alpha=0.8)
@@ -393,7 +459,7 @@ class RunPlots:
                     add_glyph(fig, Quad(**style), self.blank))]
         if exact is not None:
             line = Line(line_color="black", line_width=2)
-            entries.append(("exact", add_glyph(fig, line, ColumnDataSource(dict(x=exact[0], y=exact[1])), LIVE), None))
+            entries.append(("exact", add_glyph(fig, line, exact, LIVE), None))
         legend = add_legend(fig, entries, location)
         self._say(legend.items[0], "label", N_("{mark} {label} samples"), mark=RUN_MARKS.get(self.label, ""),
                   label=self.label)
@@ -411,7 +477,8 @@ class RunPlots:
     # -- layout ---------------------------------------------------------------------
     def layout(self):
         # styles on the column itself: Panel's FlexBox lays out this column, not a wrapper
-        return pn.Column(pn.pane.Bokeh(column(*self.figures, sizing_mode="stretch_width"), sizing_mode="stretch_width"),
+        self.column = column(*self.figures, sizing_mode="stretch_width")
+        return pn.Column(pn.pane.Bokeh(self.column, sizing_mode="stretch_width"),
                          self.metrics, sizing_mode="stretch_width", styles={"flex": "1 1 400px", "min-width": "0"})
 
     def show_metrics(self, m: dict) -> None:
@@ -453,10 +520,16 @@ class RunPlots:
         self.hist.data.update({f"top{i}": dens[i].tolist() for i in range(n_marg)})
         if self.log_hist is not None:
             self.log_hist.data.update(top=dens[-1].tolist())
-        for fig, d in zip(self.marginals, dens):   # grow a marginal's range when a histogram outgrows it (rare)
+        for fig, d, end in zip(self.marginals, dens, self._y_ends):
+            # grow a marginal's range when a histogram outgrows it (the ensemble before burn-in, gathered near its
+            # start), and back once the accumulated histogram fits in half of it (else the bars kept half the plot)
             top = float(np.max(d)) if len(d) else 0.0
-            if np.isfinite(top) and top > fig.y_range.end:
+            if not np.isfinite(top):
+                continue
+            if top > fig.y_range.end:
                 fig.y_range.end = 1.15 * top
+            elif run.accumulating and fig.y_range.end > end and 2 * top < fig.y_range.end:
+                fig.y_range.end = max(end, 1.15 * top)
         if not (score or text):
             return self.last_metrics
         m = run.metrics()
@@ -500,6 +573,10 @@ class RunPlots:
 def _mask_outside(v, rng):
     lo, hi = sorted((rng.start, rng.end))
     return np.where((v < lo) | (v > hi), np.nan, v)
+
+
+def _box(pot) -> tuple:
+    return tuple(map(tuple, np.asarray(pot.box, float).tolist()))
 
 
 def _r_box(side) -> tuple:
