@@ -140,7 +140,7 @@ def new_figure(title, height, **kw):
 
 # the toolbar's tooltips (Bokeh's English names when None)
 TOOL_WORDS = {"PanTool": N_("Pan"), "WheelZoomTool": N_("Wheel Zoom"), "ResetTool": N_("Reset view"),
-              "SaveTool": N_("Save as PNG")}
+              "SaveTool": N_("Save as PNG"), "HoverTool": N_("Values under the pointer")}
 
 
 def tool_words(figs, lang: str) -> None:
