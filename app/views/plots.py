@@ -405,9 +405,11 @@ class RunPlots:
                 self.ens.data.update(pts)
         dens, _, _ = run.histograms()
         n_marg = len(self.marginals) - (1 if self.log_hist is not None else 0)
-        self.hist.data.update({f"top{i}": dens[i].tolist() for i in range(n_marg)})
+        # arrays go as binary buffers, written with the message's other parts in one go (bokeh_speedups); a list
+        # costs the serialiser a Python call per bin
+        self.hist.data.update({f"top{i}": dens[i].astype(np.float32) for i in range(n_marg)})
         if self.log_hist is not None:
-            self.log_hist.data.update(top=dens[-1].tolist())
+            self.log_hist.data.update(top=dens[-1].astype(np.float32))
         for fig, d in zip(self.marginals, dens):   # grow a marginal's range when a histogram outgrows it (rare)
             top = float(np.max(d)) if len(d) else 0.0
             if np.isfinite(top) and top > fig.y_range.end:
