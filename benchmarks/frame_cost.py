@@ -99,7 +99,8 @@ async def measure(servers: list[Server], sessions: int, seconds: float, rounds: 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--trees", default="/work/main,.", help="comma-separated repository roots; the first is the reference")
+    ap.add_argument("--trees", default="/work/main,.",
+                    help="comma-separated repository roots; the first is the reference")
     ap.add_argument("--sessions", type=int, default=8, help="playing sessions per server")
     ap.add_argument("--seconds", type=float, default=20.0, help="length of one measuring window")
     ap.add_argument("--rounds", type=int, default=3, help="windows (the median is printed)")
@@ -108,8 +109,8 @@ def main():
     trees = [Path(t) for t in args.trees.split(",")]
     log_dir = Path("test-artifacts")
     log_dir.mkdir(exist_ok=True)
-    print(f"load average before: {os.getloadavg()[0]:.1f}; {os.cpu_count()} cores; {args.sessions} sessions per server, "
-          f"presets {args.presets}")
+    print(f"load average before: {os.getloadavg()[0]:.1f}; {os.cpu_count()} cores; {args.sessions} sessions per "
+          f"server, presets {args.presets}")
     servers = [Server(t, log_dir) for t in trees]
     try:
         for s in servers:

@@ -60,13 +60,15 @@ from bokeh.server.views.ws import WSHandler
 from panel.io import document as panel_document
 from tornado.escape import utf8
 from tornado.iostream import StreamClosedError
-from tornado.websocket import WebSocketClosedError, WebSocketProtocol13
+from tornado.websocket import WebSocketClosedError, WebSocketHandler, WebSocketProtocol13
 
 # sha256 (first 16 hex digits) of the originals' source, as in Bokeh 3.9, Panel 1.9 and tornado 6.6
 REVIEWED = {"query_properties_with_values": "e864a09d384658f4", "_overridden_defaults": "c3b1c82a295e3b8b",
             "themed_default": "6285cc20a7905875", "send": "48e6486395a88c00", "write_buffers": "35932fcd159dc97d",
-            "dispatch_tornado": "5cdc979ac80d2c8c", "patch_doc.create": "935344e7cc170e99", "synced_references": "bb89fdd70092681a", "Serializer.__init__": "d676c85b3021e564",
-            "Serializer.has_ref": "6b31df528992f912", "Serializer.get_ref": "82afd21da3fb869e", "ws.write_message": "e085015d2fafba0a", "ws._write_frame": "5972981bcbf6a255"}
+            "dispatch_tornado": "5cdc979ac80d2c8c", "patch_doc.create": "935344e7cc170e99",
+            "synced_references": "bb89fdd70092681a", "Serializer.__init__": "d676c85b3021e564",
+            "Serializer.has_ref": "6b31df528992f912", "Serializer.get_ref": "82afd21da3fb869e",
+            "ws.write_message": "e085015d2fafba0a", "ws._write_frame": "5972981bcbf6a255"}
 ORIGINAL = {"query_properties_with_values": HasProps.query_properties_with_values,
             "_overridden_defaults": HasProps._overridden_defaults.__func__,
             "themed_default": Property.themed_default, "send": Message.send, "write_buffers": Message.write_buffers,

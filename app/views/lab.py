@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-import time
 
 import numpy as np
 import panel as pn
@@ -64,7 +63,7 @@ SUMMARY_CSS = """
 BUILDING_HTML = "<div class='lab-building' style='font-size:15px;color:#555'>building the run…</div>"
 KL_LATER_HTML = ("<div class='kl-later' style='font-size:12px;color:#555'>The KL to the exact density, step by "
                  "step, is drawn here once the run steps.</div>")
-TEXT_EVERY_S = 0.5     # the metrics numbers refresh twice a second (see RunPlots.update)
+TEXT_EVERY_S = 0.5     # the Models page's numbers refresh twice a second (the lab's: FrameLoop.text_due)
 
 
 # messages are plain text in an HTML box: an Alert pane is Markdown, which turns a link's text such as
@@ -223,7 +222,6 @@ class LabView(Viewer):
         self._recipe_open = (recipe_open or lab.config.D is not None or lab.config.Q is not None
                              or uses_design(lab.config))
         self.cfg = lab.config
-        self._text_at = 0.0
         self._fresh = False
         self.plots: list[RunPlots] = []
         self.kl = None
@@ -465,10 +463,7 @@ class LabView(Viewer):
         return {"residual_text": f"{side.residual:.1e} {'✓' if ok else '✗'}"}
 
     def _push_metrics(self, force_kl: bool = False):
-        now = time.monotonic()
-        text = not (self.lab.playing and self.loop.in_frame) or now - self._text_at >= TEXT_EVERY_S
-        if text:
-            self._text_at = now
+        text = not (self.lab.playing and self.loop.in_frame) or self.loop.text_due()
         force_kl = force_kl or not self.lab.playing
         kl = self._start_kl()
         score = text or force_kl or (kl and self.kl.due())
