@@ -243,3 +243,38 @@ def test_panel_writes_a_frame_in_one_go_with_the_bytes_it_writes_part_by_part():
     assert panel_document.dispatch_tornado is bs.dispatch_tornado      # installed
     ours, panels = writes
     assert len(ours) == 1 and len(panels) == 3 + 2 * len(message.buffers) and ours[0] == b"".join(panels)
+
+
+def test_a_frame_s_source_changes_are_bokehs_own():
+    """plots.set_columns and stream_columns (a frame's changes without Bokeh's copy and validation of the whole
+    source): the same data kept, and the same message, as Bokeh's `data.update` and `stream`, rollover included."""
+    from bokeh.models import ColumnDataSource
+    from bokeh.protocol.messages.patch_doc import patch_doc
+
+    from app.views.plots import set_columns, stream_columns
+    results = []
+    for fast in (True, False):
+        doc = Document()
+        hist = ColumnDataSource(dict(left=np.arange(4.0), top=np.zeros(4, np.float32)), name="hist")
+        path = ColumnDataSource(dict(t=[], x0=[]), name="path")
+        for source in (hist, path):
+            doc.add_root(source)
+        doc.models.flush_synced()
+        messages = []
+        for step in range(5):
+            events = []
+            doc.on_change(lambda event, events=events: events.append(event))
+            top = np.full(4, step, np.float32)
+            new = dict(t=[2.0 * step, 2.0 * step + 1], x0=[0.5 * step, -0.5 * step])
+            if fast:
+                set_columns(hist, {"top": top})
+                stream_columns(path, new, 6)
+            else:
+                hist.data.update({"top": top})
+                path.stream(new, rollover=6)
+            doc.callbacks._change_callbacks.clear()
+            messages.append(content(bs.ORIGINAL["patch_doc.create"](patch_doc, events)).replace(hist.id, "hist")
+                            .replace(path.id, "path"))
+        results.append((messages, {k: list(v) for k, v in hist.data.items()}, dict(path.data)))
+    assert results[0] == results[1]
+    assert results[0][2]["t"] == [4.0, 5.0, 6.0, 7.0, 8.0, 9.0]        # the rollover kept the last 6
