@@ -7,8 +7,9 @@ the metrics text. Bokeh's save tool gives the PNG export.
 
 A frame's changes travel as one websocket message (see FrameLoop.one_message), and a frame touches few
 sources: the highlighted chains' current positions are the first rows of the ensemble source
-(drawn again, bigger, through a fixed index filter), both marginals share one source, and short
-columns go as JSON lists rather than binary buffers (each buffer is two more websocket frames).
+(drawn again, bigger, through a fixed index filter), and both marginals share one source. Arrays (the
+ensemble, the histograms' heights) go as binary buffers, which the message writes with its other parts in one
+go (bokeh_speedups); the paths' few new points as JSON lists.
 
 What the browser redraws each frame is kept small: the renderers whose data change every frame sit
 on the "overlay" level, so BokehJS repaints only that canvas layer and leaves the density image,
