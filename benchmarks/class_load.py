@@ -10,9 +10,10 @@ all playing.
   preset), page-open latency (GET to the first frame) p50 / p95, errors, and each server process's
   CPU and RSS (from /proc). --hostile adds one client on a hostile link (100000 chains, 1000 steps
   per frame) once the others play, and splits the rates by whether a session shares its process.
-* --kill (with play): once the rates are measured, SIGKILL the Panel process lab0 mid-class (a crash).
-  Prints when supervisord had it serving again (its liveness endpoint, then a page of the lab built on
-  it), how many of its sessions saw their connection end (what puts the "connection lost" banner on
+* --kill (with play): once the rates are measured, SIGKILL the Panel process lab0 mid-class (a crash: the
+  process that serves, which deploy/lab_process.py forked). Prints when it was serving again (its liveness
+  endpoint, then a page of the lab from it through nginx, with its CPU by then), how many of its sessions
+  saw their connection end (what puts the "connection lost" banner on
   their pages, app/views/connection.py), their reconnects (the page's address again, with the affinity
   cookie, as its Reconnect button does) to the first frame, and the other sessions' rate over the 10 s
   after the kill as a ratio of theirs before it.
@@ -156,6 +157,8 @@ class Servers:
         if self.dep is None:
             return {}
         pids = dict(self.dep.pids)
+        for name in [n for n in pids if n.startswith("lab")]:     # the process that serves, not its idle parent
+            pids[name] = self.dep.serving_pid(name) or pids[name]
         if "nginx" in pids:
             pids.update({f"nginx-w{i}": w for i, w in enumerate(_descendants(pids["nginx"]))})
         return pids
@@ -259,6 +262,17 @@ def _status(url: str) -> int:
         return 0
 
 
+def _served_by(url: str, name: str) -> str | None:
+    """Which process nginx had answer a page's request that carries the cookie naming `name`."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"Cookie": f"labsrv={name}"}),
+                                    timeout=30) as r:
+            r.read()
+            return r.headers.get("X-Lab-Backend")
+    except OSError:
+        return None
+
+
 async def kill_a_worker(dep, students: list[Student], before: dict[int, float], pool, stop: asyncio.Event,
                         name: str = "lab0"):
     """SIGKILL one Panel process mid-class; see the module's docstring for what is printed."""
@@ -269,7 +283,7 @@ async def kill_a_worker(dep, students: list[Student], before: dict[int, float], 
     victims = [s for s in students if s.client and s.backend == name and not s.ended()]
     others = [s for s in students if s.client and s.backend != name and not s.ended()]
     backend = dep.backends[int(name[3:])]
-    old = dep.pids[name]
+    old = dep.serving_pid(name)       # the Panel process that serves (deploy/lab_process.py forked it)
     f0 = {id(s): s.client.frames for s in others}
     print(f"--kill: SIGKILL {name} (pid {old}, {len(victims)} sessions on it)")
     t0 = time.monotonic()
@@ -284,12 +298,12 @@ async def kill_a_worker(dep, students: list[Student], before: dict[int, float], 
             if s.ended() and id(s) not in reconnected:
                 reconnected[id(s)] = r = Student(s.name, s.url)
                 tasks.append(asyncio.create_task(r.open(pool, stop, cookie=f"labsrv={name}")))
-        pid = dep.pids.get(name)
+        pid = dep.serving_pid(name)
         if back is None and pid not in (None, old) and await loop.run_in_executor(
                 pool, _status, f"http://{backend}/liveness") == 200:
             back, back_cpu = now, cpu_seconds(pid)
-        if back is not None and await loop.run_in_executor(
-                pool, _status, f"http://{backend}/liveness?endpoint=/app") == 200:
+        # then a page of the lab through nginx, from it (the cookie its students' pages hold)
+        if back is not None and await loop.run_in_executor(pool, _served_by, dep.url, name) == name:
             built, built_cpu = time.monotonic() - t0, cpu_seconds(pid)
         await asyncio.sleep(0.2)
     dt = min(10.0, time.monotonic() - t0)
@@ -302,9 +316,9 @@ async def kill_a_worker(dep, students: list[Student], before: dict[int, float], 
     reconnects = list(reconnected.values())
     saw = sum(s.ended() for s in victims)
     # the CPU the new process used by then: what its return costs, whatever else the machine runs
-    print(f"  {name} serving again (liveness, new pid {dep.pids.get(name)}): "
+    print(f"  {name} serving again (liveness, new pid {dep.serving_pid(name)}): "
           + (f"{back:.1f} s after the kill ({back_cpu:.1f} s of its CPU)" if back is not None else "not within 120 s")
-          + "; a page of the lab built on it: "
+          + "; a page of the lab from it through nginx: "
           + (f"{built:.1f} s ({built_cpu:.1f} s of CPU)" if built is not None else "-") + " (target <= 10 s)")
     print(f"  its sessions whose connection ended (their pages show the banner): {saw} of {len(victims)}")
     lat = [r.latency for r in reconnects if r.latency is not None]

@@ -35,7 +35,9 @@ class Server:
         self.tree = tree.resolve()
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}/app"
-        args = panel_args("127.0.0.1", self.port, [f"127.0.0.1:{self.port}"], UNUSED_SESSION_MS)
+        # `panel serve` itself, not forked by deploy/lab_process.py: the process measured is the one started
+        args = [sys.executable, "-m", "panel",
+                *panel_args("127.0.0.1", self.port, [f"127.0.0.1:{self.port}"], UNUSED_SESSION_MS)[2:]]
         self.log = open(log_dir / f"frame-cost-{self.port}.log", "w")
         env = {**os.environ, "PYTHONPATH": str(self.tree), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
                "MKL_NUM_THREADS": "1"}
