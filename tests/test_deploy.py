@@ -145,7 +145,8 @@ def test_a_class_deployment_serves_static_files_from_nginx_keeps_each_session_on
             page.context.close()
 
         pids = dep.all_pids()
-        assert len(pids) == 5                # supervisord, two Panel processes, nginx's master and its worker
+        # supervisord, two Panel processes and the parents that forked them, nginx's master and its worker
+        assert len(pids) == 7
     finally:
         dep.stop()
     # named with their state and command line, so that a process left behind says what it is
