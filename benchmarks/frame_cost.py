@@ -10,6 +10,12 @@ per frame, nginx included). The first tree is the reference: the others' cost is
 Rates under load mean little; the CPU per frame and its ratios are the figures.
 
     python -m benchmarks.frame_cost [--trees /work/main,.] [--sessions 8] [--seconds 20] [--rounds 3]
+    python -m benchmarks.frame_cost --in-process [--frames 300] [--period-ms 100]
+
+--in-process: on a machine too busy for the servers to reach a realistic rate (at 1-2 updates/s the numbers under
+the plots, refreshed by time, weigh on every frame), each tree's frame measured without a server instead
+(benchmarks/frame_cost_inprocess.py: the tick, its PATCH-DOC, its write to a recording stream; the lab's clock
+moved on by --period-ms a frame), the presets' frames interleaved, the trees one after the other, twice.
 
 (from the repository root, as a module, like benchmarks/app_sessions.py)
 """
@@ -99,8 +105,36 @@ async def measure(servers: list[Server], sessions: int, seconds: float, rounds: 
     return per_round, rates, missing
 
 
+def in_process(trees: list[Path], presets: list[str], frames: int, period_ms: float):
+    import json
+    chosen = json.dumps({name: PRESETS[name] for name in presets})
+    here = Path(__file__).resolve().with_name("frame_cost_inprocess.py")
+    got = {t: [] for t in trees}
+    for _ in range(2):
+        for t in trees:
+            out = subprocess.run([sys.executable, str(here), chosen, str(frames), str(period_ms)], cwd=t,
+                                 env={**os.environ, "PYTHONPATH": str(t.resolve())}, capture_output=True, text=True)
+            if out.returncode:
+                raise RuntimeError(out.stderr[-2000:])
+            got[t].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    print(f"server CPU per frame (ms, mean of two runs; writes to the socket per frame), a frame every "
+          f"{period_ms:g} ms")
+    print(f"{'tree':<24}" + "".join(f"{n[:22]:>24}" for n in presets) + f"{'mean':>8}{'ratio':>7}")
+    ref = None
+    for t in trees:
+        ms = [statistics.mean(run[n][0] for run in got[t]) for n in presets]
+        writes = [got[t][0][n][1] for n in presets]
+        mean = statistics.mean(ms)
+        ref = ref or mean
+        print(f"{str(t):<24}" + "".join(f"{m:>16.2f} ({w:>3.0f} w)" for m, w in zip(ms, writes))
+              + f"{mean:>8.2f}{mean / ref:>7.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
+    ap.add_argument("--in-process", action="store_true", help="each tree's frame without a server (see above)")
+    ap.add_argument("--frames", type=int, default=300, help="--in-process: frames per preset")
+    ap.add_argument("--period-ms", type=float, default=100.0, help="--in-process: the lab's clock per frame")
     ap.add_argument("--trees", default="/work/main,.",
                     help="comma-separated repository roots; the first is the reference")
     ap.add_argument("--sessions", type=int, default=8, help="playing sessions per server")
@@ -109,6 +143,11 @@ def main():
     ap.add_argument("--presets", default=",".join(PRESETS), help="class_load's presets, taken in turn")
     args = ap.parse_args()
     trees = [Path(t) for t in args.trees.split(",")]
+    if args.in_process:
+        print(f"load average before: {os.getloadavg()[0]:.1f}")
+        in_process(trees, args.presets.split(","), args.frames, args.period_ms)
+        print(f"load average after: {os.getloadavg()[0]:.1f}")
+        return
     log_dir = Path("test-artifacts")
     log_dir.mkdir(exist_ok=True)
     print(f"load average before: {os.getloadavg()[0]:.1f}; {os.cpu_count()} cores; {args.sessions} sessions per "
