@@ -17,6 +17,9 @@ all playing.
   their pages, app/views/connection.py), their reconnects (the page's address again, with the affinity
   cookie, as its Reconnect button does) to the first frame, and the other sessions' rate over the 10 s
   after the kill as a ratio of theirs before it.
+* --heavy K (with play): once the rates are measured, K more tabs of the Models page's DP mixture at 256 chains
+  (issue 28: 31 s of CPU a step, in the compute pool); the class's rate beside them over --minutes, as a ratio of
+  its rate before (target: >= 0.9 beside two).
 * opens (--opens 100 --open-seconds 60): that many page opens spread evenly over that time, each
   to its first frame; the labs stay open and playing, as a class's do. p50 / p95 / max of the
   latency (target: p95 <= 15 s).
@@ -30,6 +33,7 @@ The clients run in this process and cost CPU of the same cores: their share is p
     python -m benchmarks.class_load --opens 100 --open-seconds 60
     python -m benchmarks.class_load --sessions 10 --minutes 0.5        # a quick run
     python -m benchmarks.class_load --sessions 80 --minutes 2 --kill   # issue 28's class, and a crash in it
+    python -m benchmarks.class_load --sessions 20 --minutes 1 --heavy 2  # 20 students beside two heavy Models tabs
 
 (from the repository root, as a module, like benchmarks/app_sessions.py)
 """
@@ -61,6 +65,7 @@ PRESETS = {
     "gaussian/sgld": "pot=gaussian&s=sgld&n=1000&play=1",
 }
 HOSTILE = "n=100000&speed=1000&play=1"
+HEAVY = "tab=models&model=dp-mixture&n=256&play=1"       # issue 28: 31 s of CPU a step, in the compute pool
 FIRST_FRAME_TIMEOUT = 60.0
 
 
@@ -225,6 +230,8 @@ async def play(base: str, servers: Servers, args):
         errors = [(s.name, s.check()) for s in everyone if s.check()]
         print(f"  (the {len(everyone)} clients used {100 * me:.0f} % CPU)")
         servers.report(c0, dt)
+        if args.heavy:
+            await beside_heavy_tabs(base, students, rates, pool, stop, args)
         if args.kill:
             await kill_a_worker(servers.dep, students, rates, pool, stop)
         stop.set()
@@ -260,6 +267,27 @@ def _status(url: str) -> int:
             return r.status
     except OSError:
         return 0
+
+
+async def beside_heavy_tabs(base: str, students: list[Student], before: dict[int, float], pool, stop, args):
+    """--heavy K: K more tabs on the Models page's heavy link, opened once the class's rates are measured; the
+    class's rate over the next --minutes as a ratio of its rate before (issue 28: >= 0.9 beside two)."""
+    loop = asyncio.get_running_loop()
+    tabs = []
+    for _ in range(args.heavy):
+        client = await loop.run_in_executor(pool, ProtocolClient, None, None, f"{base}?{HEAVY}")
+        tabs.append((client, asyncio.create_task(client.run(stop))))     # no histogram to wait for: it plays
+    await asyncio.sleep(5.0)                 # their builds under way, their steps queued in the compute pool
+    playing = [s for s in students if s.client and not s.ended()]
+    f0 = {id(s): s.client.frames for s in playing}
+    t0 = time.monotonic()
+    await asyncio.sleep(args.minutes * 60)
+    dt = time.monotonic() - t0
+    ratio = [(s.client.frames - f0[id(s)]) / dt / before[id(s)] for s in playing if before[id(s)] > 0]
+    print(f"--heavy: {args.heavy} tabs of ?{HEAVY} beside {len(playing)} sessions: their rate min "
+          f"{min(ratio):.2f}x / median {statistics.median(ratio):.2f}x of theirs before (target >= 0.9)")
+    for _, task in tabs:
+        task.cancel()
 
 
 def _served_by(url: str, name: str) -> str | None:
@@ -380,6 +408,8 @@ def main():
     ap.add_argument("--minutes", type=float, default=5.0)
     ap.add_argument("--pace", type=float, default=0.25, help="seconds between two students' opens (play mode)")
     ap.add_argument("--hostile", action="store_true", help=f"one more client on ?{HOSTILE}")
+    ap.add_argument("--heavy", type=int, default=0, help=f"then open this many tabs of ?{HEAVY} and compare the "
+                    "class's rate beside them with its rate before")
     ap.add_argument("--kill", action="store_true", help="then SIGKILL the Panel process lab0 and time its return")
     ap.add_argument("--opens", type=int, default=None, help="open-latency mode: this many page opens ...")
     ap.add_argument("--open-seconds", type=float, default=60.0, help="... spread evenly over this time")
