@@ -63,7 +63,7 @@ SUMMARY_CSS = """
 BUILDING_HTML = "<div class='lab-building' style='font-size:15px;color:#555'>building the run…</div>"
 KL_LATER_HTML = ("<div class='kl-later' style='font-size:12px;color:#555'>The KL to the exact density, step by "
                  "step, is drawn here once the run steps.</div>")
-TEXT_EVERY_S = 0.5     # the Models page's numbers refresh twice a second (the lab's: FrameLoop.text_due)
+TEXT_EVERY_S = 0.5     # the metrics numbers refresh twice a second (see RunPlots.update)
 
 
 # messages are plain text in an HTML box: an Alert pane is Markdown, which turns a link's text such as
