@@ -10,12 +10,16 @@ all playing.
   preset), page-open latency (GET to the first frame) p50 / p95, errors, and each server process's
   CPU and RSS (from /proc). --hostile adds one client on a hostile link (100000 chains, 1000 steps
   per frame) once the others play, and splits the rates by whether a session shares its process.
-* --kill (with play): once the rates are measured, SIGKILL the Panel process lab0 mid-class (a crash).
-  Prints when supervisord had it serving again (its liveness endpoint, then a page of the lab built on
-  it), how many of its sessions saw their connection end (what puts the "connection lost" banner on
+* --kill (with play): once the rates are measured, SIGKILL the Panel process lab0 mid-class (a crash: the
+  process that serves, which deploy/lab_process.py forked). Prints when it was serving again (its liveness
+  endpoint, then a page of the lab from it through nginx, with its CPU by then), how many of its sessions
+  saw their connection end (what puts the "connection lost" banner on
   their pages, app/views/connection.py), their reconnects (the page's address again, with the affinity
   cookie, as its Reconnect button does) to the first frame, and the other sessions' rate over the 10 s
   after the kill as a ratio of theirs before it.
+* --heavy K (with play): once the rates are measured, K more tabs of the Models page's DP mixture at 256 chains
+  (issue 28: 31 s of CPU a step, in the compute pool); the class's rate beside them over --minutes, as a ratio of
+  its rate before (target: >= 0.9 beside two).
 * opens (--opens 100 --open-seconds 60): that many page opens spread evenly over that time, each
   to its first frame; the labs stay open and playing, as a class's do. p50 / p95 / max of the
   latency (target: p95 <= 15 s).
@@ -29,6 +33,7 @@ The clients run in this process and cost CPU of the same cores: their share is p
     python -m benchmarks.class_load --opens 100 --open-seconds 60
     python -m benchmarks.class_load --sessions 10 --minutes 0.5        # a quick run
     python -m benchmarks.class_load --sessions 80 --minutes 2 --kill   # issue 28's class, and a crash in it
+    python -m benchmarks.class_load --sessions 20 --minutes 1 --heavy 2  # 20 students beside two heavy Models tabs
 
 (from the repository root, as a module, like benchmarks/app_sessions.py)
 """
@@ -60,6 +65,7 @@ PRESETS = {
     "gaussian/sgld": "pot=gaussian&s=sgld&n=1000&play=1",
 }
 HOSTILE = "n=100000&speed=1000&play=1"
+HEAVY = "tab=models&model=dp-mixture&n=256&play=1"       # issue 28: 31 s of CPU a step, in the compute pool
 FIRST_FRAME_TIMEOUT = 60.0
 
 
@@ -156,6 +162,8 @@ class Servers:
         if self.dep is None:
             return {}
         pids = dict(self.dep.pids)
+        for name in [n for n in pids if n.startswith("lab")]:     # the process that serves, not its idle parent
+            pids[name] = self.dep.serving_pid(name) or pids[name]
         if "nginx" in pids:
             pids.update({f"nginx-w{i}": w for i, w in enumerate(_descendants(pids["nginx"]))})
         return pids
@@ -222,6 +230,8 @@ async def play(base: str, servers: Servers, args):
         errors = [(s.name, s.check()) for s in everyone if s.check()]
         print(f"  (the {len(everyone)} clients used {100 * me:.0f} % CPU)")
         servers.report(c0, dt)
+        if args.heavy:
+            await beside_heavy_tabs(base, students, rates, pool, stop, args)
         if args.kill:
             await kill_a_worker(servers.dep, students, rates, pool, stop)
         stop.set()
@@ -259,6 +269,38 @@ def _status(url: str) -> int:
         return 0
 
 
+async def beside_heavy_tabs(base: str, students: list[Student], before: dict[int, float], pool, stop, args):
+    """--heavy K: K more tabs on the Models page's heavy link, opened once the class's rates are measured; the
+    class's rate over the next --minutes as a ratio of its rate before (issue 28: >= 0.9 beside two)."""
+    loop = asyncio.get_running_loop()
+    tabs = []
+    for _ in range(args.heavy):
+        client = await loop.run_in_executor(pool, ProtocolClient, None, None, f"{base}?{HEAVY}")
+        tabs.append((client, asyncio.create_task(client.run(stop))))     # no histogram to wait for: it plays
+    await asyncio.sleep(5.0)                 # their builds under way, their steps queued in the compute pool
+    playing = [s for s in students if s.client and not s.ended()]
+    f0 = {id(s): s.client.frames for s in playing}
+    t0 = time.monotonic()
+    await asyncio.sleep(args.minutes * 60)
+    dt = time.monotonic() - t0
+    ratio = [(s.client.frames - f0[id(s)]) / dt / before[id(s)] for s in playing if before[id(s)] > 0]
+    print(f"--heavy: {args.heavy} tabs of ?{HEAVY} beside {len(playing)} sessions: their rate min "
+          f"{min(ratio):.2f}x / median {statistics.median(ratio):.2f}x of theirs before (target >= 0.9)")
+    for _, task in tabs:
+        task.cancel()
+
+
+def _served_by(url: str, name: str) -> str | None:
+    """Which process nginx had answer a page's request that carries the cookie naming `name`."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"Cookie": f"labsrv={name}"}),
+                                    timeout=30) as r:
+            r.read()
+            return r.headers.get("X-Lab-Backend")
+    except OSError:
+        return None
+
+
 async def kill_a_worker(dep, students: list[Student], before: dict[int, float], pool, stop: asyncio.Event,
                         name: str = "lab0"):
     """SIGKILL one Panel process mid-class; see the module's docstring for what is printed."""
@@ -269,7 +311,7 @@ async def kill_a_worker(dep, students: list[Student], before: dict[int, float], 
     victims = [s for s in students if s.client and s.backend == name and not s.ended()]
     others = [s for s in students if s.client and s.backend != name and not s.ended()]
     backend = dep.backends[int(name[3:])]
-    old = dep.pids[name]
+    old = dep.serving_pid(name)       # the Panel process that serves (deploy/lab_process.py forked it)
     f0 = {id(s): s.client.frames for s in others}
     print(f"--kill: SIGKILL {name} (pid {old}, {len(victims)} sessions on it)")
     t0 = time.monotonic()
@@ -284,12 +326,12 @@ async def kill_a_worker(dep, students: list[Student], before: dict[int, float], 
             if s.ended() and id(s) not in reconnected:
                 reconnected[id(s)] = r = Student(s.name, s.url)
                 tasks.append(asyncio.create_task(r.open(pool, stop, cookie=f"labsrv={name}")))
-        pid = dep.pids.get(name)
+        pid = dep.serving_pid(name)
         if back is None and pid not in (None, old) and await loop.run_in_executor(
                 pool, _status, f"http://{backend}/liveness") == 200:
             back, back_cpu = now, cpu_seconds(pid)
-        if back is not None and await loop.run_in_executor(
-                pool, _status, f"http://{backend}/liveness?endpoint=/app") == 200:
+        # then a page of the lab through nginx, from it (the cookie its students' pages hold)
+        if back is not None and await loop.run_in_executor(pool, _served_by, dep.url, name) == name:
             built, built_cpu = time.monotonic() - t0, cpu_seconds(pid)
         await asyncio.sleep(0.2)
     dt = min(10.0, time.monotonic() - t0)
@@ -302,9 +344,9 @@ async def kill_a_worker(dep, students: list[Student], before: dict[int, float], 
     reconnects = list(reconnected.values())
     saw = sum(s.ended() for s in victims)
     # the CPU the new process used by then: what its return costs, whatever else the machine runs
-    print(f"  {name} serving again (liveness, new pid {dep.pids.get(name)}): "
+    print(f"  {name} serving again (liveness, new pid {dep.serving_pid(name)}): "
           + (f"{back:.1f} s after the kill ({back_cpu:.1f} s of its CPU)" if back is not None else "not within 120 s")
-          + "; a page of the lab built on it: "
+          + "; a page of the lab from it through nginx: "
           + (f"{built:.1f} s ({built_cpu:.1f} s of CPU)" if built is not None else "-") + " (target <= 10 s)")
     print(f"  its sessions whose connection ended (their pages show the banner): {saw} of {len(victims)}")
     lat = [r.latency for r in reconnects if r.latency is not None]
@@ -366,6 +408,8 @@ def main():
     ap.add_argument("--minutes", type=float, default=5.0)
     ap.add_argument("--pace", type=float, default=0.25, help="seconds between two students' opens (play mode)")
     ap.add_argument("--hostile", action="store_true", help=f"one more client on ?{HOSTILE}")
+    ap.add_argument("--heavy", type=int, default=0, help=f"then open this many tabs of ?{HEAVY} and compare the "
+                    "class's rate beside them with its rate before")
     ap.add_argument("--kill", action="store_true", help="then SIGKILL the Panel process lab0 and time its return")
     ap.add_argument("--opens", type=int, default=None, help="open-latency mode: this many page opens ...")
     ap.add_argument("--open-seconds", type=float, default=60.0, help="... spread evenly over this time")

@@ -281,6 +281,15 @@ class Deployment:
                     pids.append(child)
         return pids
 
+    def serving_pid(self, name: str) -> int | None:
+        """The process that serves labN's pages: the child of the one supervisord runs (deploy/lab_process.py)."""
+        parent = self.pids.get(name)
+        try:
+            children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+        except (OSError, TypeError):
+            return None
+        return int(children[0]) if children else None
+
     def address(self, name: str) -> str:
         return f"{self.listen}:{self.port}" if name == "nginx" else self.backends[int(name[3:])]
 
@@ -334,7 +343,10 @@ def panel_args(address: str, port: int, origins: list[str], unused_session_ms: i
     # Panel's admin page shows every session: only where this host alone reaches it (nginx lets only this
     # machine through to it), not on a worker host's network address
     admin = ["--admin"] if address.startswith("127.") else []
-    args = [sys.executable, "-m", "panel", "serve", "app", "--address", address, "--port", str(port),
+    # `panel serve app ...`, forked from a parent that has imported the app (deploy/lab_process.py: a dead
+    # process is serving again within seconds)
+    args = [sys.executable, str(ROOT / "deploy" / "lab_process.py"), "serve", "app", "--address", address,
+            "--port", str(port),
             "--num-procs", "1", "--use-xheaders", *admin, "--liveness",
             "--unused-session-lifetime", str(unused_session_ms), "--check-unused-sessions", "1000"]
     for origin in origins:

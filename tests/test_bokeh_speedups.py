@@ -73,32 +73,37 @@ def test_every_default_of_a_page_is_what_bokeh_would_make():
     assert kept > 500          # the test's own power: most defaults are plain values, and were kept
 
 
-class FakeSocket:
-    """Tornado's side of a websocket: records frames, and answers each write as tornado does, with a task
-    (one turn of the loop) or, once `closed`, with WebSocketClosedError."""
+class FakeStream:
+    """Tornado's IOStream under a websocket: records each write (a send to the socket), answers it as tornado
+    does with a future, and once `closed` raises StreamClosedError."""
 
     def __init__(self):
-        self.frames, self.closed = [], False
+        self.writes, self.is_closed = [], False
 
-    def is_closing(self):
-        return False
+    def closed(self):
+        return self.is_closed
 
-    def write_message(self, message, binary=False):
-        from tornado.websocket import WebSocketClosedError
-        if self.closed:
-            raise WebSocketClosedError()
-        self.frames.append((message, binary))
+    def write(self, data):
+        from tornado.iostream import StreamClosedError
+        if self.is_closed:
+            raise StreamClosedError()
+        self.writes.append(bytes(data))
+        done = asyncio.get_event_loop().create_future()
+        done.set_result(None)
+        return done
 
-        async def written():
-            return None
-        return asyncio.ensure_future(written())
 
-
-def fake_handler():
+def fake_handler(compress: bool = False):
+    """A server's websocket handler over a FakeStream: tornado's own framing (WebSocketProtocol13), no server."""
     from bokeh.server.views.ws import WSHandler
     from tornado import locks
-    handler = object.__new__(WSHandler)          # no server: only what Message.send touches
-    handler.write_lock, handler.ws_connection = locks.Lock(), FakeSocket()
+    from tornado.websocket import WebSocketProtocol13, _WebSocketParams
+    handler = object.__new__(WSHandler)          # only what the writes touch
+    ws = WebSocketProtocol13(handler, mask_outgoing=False, params=_WebSocketParams())
+    ws.stream = FakeStream()
+    if compress:
+        ws._create_compressors("server", {})
+    handler.write_lock, handler.ws_connection = locks.Lock(), ws
     return handler
 
 
@@ -128,16 +133,19 @@ async def turns_of(coro) -> tuple[int, object]:
     return turns - start, result
 
 
-def test_a_message_is_sent_as_bokeh_sends_it_in_one_turn_of_the_loop():
+@pytest.mark.parametrize("compress", [False, True])
+def test_a_message_goes_out_as_bokeh_sends_it_in_one_write_and_one_turn_of_the_loop(compress):
     message = page_message()
     assert len(message.buffers) >= 5             # the page's arrays go as binary buffers
-    ours, bokehs = fake_handler(), fake_handler()
+    ours, bokehs = fake_handler(compress), fake_handler(compress)
     turns, sent = asyncio.run(turns_of(bs.send(message, ours)))
     turns_bokeh, sent_bokeh = asyncio.run(turns_of(bs.ORIGINAL["send"](message, bokehs)))
-    assert ours.ws_connection.frames == bokehs.ws_connection.frames and sent == sent_bokeh
-    assert len(ours.ws_connection.frames) == 3 + 2 * len(message.buffers)
-    # the point of it, and the test's power: Bokeh's own takes a turn per frame
-    assert turns <= 3 < len(ours.ws_connection.frames) <= turns_bokeh
+    # the same bytes on the wire (tornado's framing, compressed alike), and the same count Bokeh returns
+    assert ours.ws_connection.stream.writes == [b"".join(bokehs.ws_connection.stream.writes)] and sent == sent_bokeh
+    assert ours.ws_connection._wire_bytes_out == bokehs.ws_connection._wire_bytes_out
+    # the point of it, and the test's power: Bokeh's own writes, and awaits, each part on its own
+    assert len(bokehs.ws_connection.stream.writes) == 3 + 2 * len(message.buffers) <= turns_bokeh
+    assert turns <= 3
 
 
 def test_a_message_to_a_closed_socket_says_so_as_bokehs_does():
@@ -145,6 +153,128 @@ def test_a_message_to_a_closed_socket_says_so_as_bokehs_does():
     message = page_message()
     for fn in (bs.send, bs.ORIGINAL["send"]):
         handler = fake_handler()
-        handler.ws_connection.closed = True
+        handler.ws_connection.stream.is_closed = True
         with pytest.raises(WebSocketClosedError):
             asyncio.run(fn(message, handler))
+
+
+def frame_events(query="?pot=banana&s=sghmc&n=300"):
+    """A loaded page's document and the change events of one frame of its lab."""
+    app = AppView(query)
+    doc = Document()
+    with set_curdoc(doc):
+        doc.add_root(pn.panel(app).get_root(doc))
+    events = []
+    doc.on_change(lambda event: events.append(event))
+    loop = app.lab_view.loop
+    loop.attach(doc)
+    loop._schedule = lambda *a: None
+    app.lab.playing = True
+    for _ in range(12):
+        events.clear()
+        loop.tick()
+    doc.models.flush_synced()
+    return doc, loop, events
+
+
+def content(message) -> str:
+    """A message's content with its buffers named by their place (their ids are a counter's)."""
+    text = message.content_json
+    for i, buffer in enumerate(message.buffers):
+        text = text.replace(f'"{buffer.id}"', f'"buffer-{i}"')
+    return text
+
+
+def test_a_frame_patch_is_the_message_bokeh_makes():
+    from bokeh.protocol.messages.patch_doc import patch_doc
+    doc, loop, events = frame_events()
+    events.clear()
+    loop.tick()
+    assert len(events) >= 3
+    got = bs.create_patch_doc(patch_doc, events)
+    want = bs.ORIGINAL["patch_doc.create"](patch_doc, events)
+    assert content(got) == content(want)
+    assert [b.to_bytes() for b in got.buffers] == [b.to_bytes() for b in want.buffers]
+
+
+def test_new_models_go_whole_and_the_page_s_as_references_as_bokehs_do():
+    """A model new to the page goes whole in the first patch that reaches it, one the page has as a reference; the
+    document's record of new models after the message is Bokeh's."""
+    from bokeh.models import ColumnDataSource, Div
+    from bokeh.protocol.messages.patch_doc import patch_doc
+    doc, _, _ = frame_events()
+    known = doc.get_model_by_name("hist-A")
+    events = []
+    doc.on_change(lambda event: events.append(event))
+    new = ColumnDataSource(dict(x=[1.0, 2.0]), name="new-source")
+    with set_curdoc(doc):
+        doc.add_root(Div(text="new", name="extra", tags=[new, known]))
+    fresh = set(doc.models._new_models)
+    assert events and new in fresh and known not in fresh
+    got = bs.create_patch_doc(patch_doc, list(events))
+    after_ours = set(doc.models._new_models)
+    doc.models._new_models = set(fresh)
+    want = bs.ORIGINAL["patch_doc.create"](patch_doc, list(events))
+    assert content(got) == content(want) and after_ours == set(doc.models._new_models)
+    # the test's power: the new source went whole, the histogram's source (the page has it) as a reference
+    assert '"name":"new-source"' in got.content_json and '"name":"hist-A"' not in got.content_json
+    assert f'{{"id":"{known.id}"}}' in got.content_json and new not in after_ours
+
+
+def test_panel_writes_a_frame_in_one_go_with_the_bytes_it_writes_part_by_part():
+    from bokeh.protocol import Protocol
+    from panel.io import document as panel_document
+    doc, loop, events = frame_events()
+    events.clear()
+    loop.tick()
+    message = Protocol().create("PATCH-DOC", events)
+    assert message.buffers                             # the histograms and the ensemble go as binary buffers
+    writes = []
+    for dispatch in (bs.dispatch_tornado, bs.ORIGINAL["dispatch_tornado"]):
+        handler = fake_handler()
+
+        class Conn:
+            _socket = handler
+
+        async def write(dispatch=dispatch, conn=Conn):
+            await asyncio.gather(*dispatch(conn, msg=message))
+        asyncio.run(write())
+        writes.append(handler.ws_connection.stream.writes)
+    assert panel_document.dispatch_tornado is bs.dispatch_tornado      # installed
+    ours, panels = writes
+    assert len(ours) == 1 and len(panels) == 3 + 2 * len(message.buffers) and ours[0] == b"".join(panels)
+
+
+def test_a_frame_s_source_changes_are_bokehs_own():
+    """plots.set_columns and stream_columns (a frame's changes without Bokeh's copy and validation of the whole
+    source): the same data kept, and the same message, as Bokeh's `data.update` and `stream`, rollover included."""
+    from bokeh.models import ColumnDataSource
+    from bokeh.protocol.messages.patch_doc import patch_doc
+
+    from app.views.plots import set_columns, stream_columns
+    results = []
+    for fast in (True, False):
+        doc = Document()
+        hist = ColumnDataSource(dict(left=np.arange(4.0), top=np.zeros(4, np.float32)), name="hist")
+        path = ColumnDataSource(dict(t=[], x0=[]), name="path")
+        for source in (hist, path):
+            doc.add_root(source)
+        doc.models.flush_synced()
+        messages = []
+        for step in range(5):
+            events = []
+            doc.on_change(lambda event, events=events: events.append(event))
+            top = np.full(4, step, np.float32)
+            new = dict(t=[2.0 * step, 2.0 * step + 1], x0=[0.5 * step, -0.5 * step])
+            if fast:
+                set_columns(hist, {"top": top})
+                stream_columns(path, new, 6)
+            else:
+                hist.data.update({"top": top})
+                path.stream(new, rollover=6)
+            doc.callbacks._change_callbacks.clear()
+            messages.append(content(bs.ORIGINAL["patch_doc.create"](patch_doc, events)).replace(hist.id, "hist")
+                            .replace(path.id, "path"))
+        results.append((messages, {k: list(v) for k, v in hist.data.items()}, dict(path.data)))
+    assert results[0] == results[1]
+    assert results[0][2]["t"] == [4.0, 5.0, 6.0, 7.0, 8.0, 9.0]        # the rollover kept the last 6

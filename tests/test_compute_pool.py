@@ -178,7 +178,7 @@ def test_the_queued_notice_is_the_sessions_and_goes_once_admitted():
     assert lab.notice is None
 
 
-def test_heavy_frames_are_paced_and_light_ones_never():
+def test_heavy_frames_are_paced_and_light_ones_only_in_a_class_of_them():
     from app.views import frame_loop as fl
     saved = dict(fl._COSTS)
     fl._COSTS.clear()
@@ -189,8 +189,10 @@ def test_heavy_frames_are_paced_and_light_ones_never():
         used = 3 * 0.040 / period + 0.004 / (fl.FRAME_MS / 1e3)
         assert period > fl.FRAME_MS / 1e3 and used <= fl.LOOP_SHARE + 1e-9
         fl._COSTS.clear()
-        fl._COSTS.update({k: 0.004 for k in range(80)})               # a class of light sessions: never slowed
+        fl._COSTS.update({k: 0.004 for k in range(4)})                # a few light sessions: never slowed
         assert fl.pace(0.004) == fl.FRAME_MS / 1e3
+        fl._COSTS.update({k: 0.004 for k in range(80)})               # a class of them: 10 updates/s, no slower
+        assert fl.pace(0.004) == fl.SLOWEST_MS / 1e3
     finally:
         fl._COSTS.clear()
         fl._COSTS.update(saved)

@@ -3,8 +3,9 @@
 Started as a lecturer would, on free ports: the page comes from a Panel process and its static files from
 nginx, a websocket reaches the process its cookie names (the one that served the page), two browsers
 with different cookies run their labs on different processes, and `stop` leaves no process behind.
-A Panel process killed mid-class is restarted by supervisord and serves again, its page says the connection
-is lost and its Reconnect opens the same lab on a live process; `--foreground` (the container's entry point)
+A Panel process killed mid-class is forked again by its warm parent (deploy/lab_process.py) and serves again,
+its page says the connection is lost and its Reconnect opens the same lab on a live process; a parent killed is
+restarted by supervisord; `--foreground` (the container's entry point)
 stays up through it; Panel processes on other hosts (separate loopback addresses here) sit behind one nginx
 with the same affinity. (Issue 28: on the main of then, a killed process stayed dead, its page froze with no
 message, and `--foreground` took the whole deployment down.)
@@ -144,7 +145,8 @@ def test_a_class_deployment_serves_static_files_from_nginx_keeps_each_session_on
             page.context.close()
 
         pids = dep.all_pids()
-        assert len(pids) == 5                # supervisord, two Panel processes, nginx's master and its worker
+        # supervisord, two Panel processes and the parents that forked them, nginx's master and its worker
+        assert len(pids) == 7
     finally:
         dep.stop()
     # named with their state and command line, so that a process left behind says what it is
@@ -172,9 +174,10 @@ def serving(url: str) -> bool:
         return False
 
 
-def restarted(dep: Deployment, name: str, old_pid: int) -> int | None:
-    """The new pid of a restarted process that answers its liveness endpoint, or None."""
-    pid = dep.pids.get(name)
+def restarted(dep: Deployment, name: str, old_pid: int, supervised: bool = False) -> int | None:
+    """The new pid of a restarted process that answers its liveness endpoint, or None: the process that serves
+    (deploy/lab_process.py forks it), or with `supervised` the one supervisord runs."""
+    pid = dep.pids.get(name) if supervised else dep.serving_pid(name)
     backend = dep.backends[int(name[3:])]
     return pid if pid not in (None, old_pid) and serving(f"http://{backend}/liveness") else None
 
@@ -204,19 +207,20 @@ def test_a_panel_process_killed_mid_class_is_restarted_its_page_says_so_and_reco
         assert "pot=gaussian" in link and "s=sgld" in link
         assert page.locator("#lab-connection-lost").count() == 0
 
-        old = dep.pids["lab0"]
+        parent, old = dep.pids["lab0"], dep.serving_pid("lab0")
+        assert old and old != parent
         killed_at = time.monotonic()
         os.kill(old, signal.SIGKILL)
         # its page says so, at once: the websocket closes with the process
         banner = page.locator("#lab-connection-lost")
         banner.wait_for(state="visible", timeout=30_000)
         assert "connection to the server was lost" in banner.inner_text()
-        # supervisord starts it again, on the same port
+        # its warm parent forks it again, on the same port (deploy/lab_process.py)
         new = wait_until(lambda: restarted(dep, "lab0", old), RESTART_TIMEOUT, "lab0 restarted and serving")
         print(f"lab0 serving again {time.monotonic() - killed_at:.1f} s after SIGKILL (pid {old} -> {new})")
         pids.append(new)
         lines = {line.split()[0]: line for line in status(dep.run_dir).splitlines()[2:]}
-        assert f"pid {new} " in lines["lab0"] and "RUNNING" in lines["lab0"] and "HTTP 200" in lines["lab0"], lines
+        assert f"pid {parent} " in lines["lab0"] and "RUNNING" in lines["lab0"] and "HTTP 200" in lines["lab0"], lines
         # the other process's student did not notice
         assert other[0].locator("#lab-connection-lost").count() == 0
         before = wait_for_step(other[0], 1, "a", timeout=10)
@@ -233,6 +237,13 @@ def test_a_panel_process_killed_mid_class_is_restarted_its_page_says_so_and_reco
         assert wait_for_step(page, 10, "a", timeout=30) >= 10
         for p, *_ in (victim, other):
             p.context.close()
+
+        # should the parent die too, the process it forked ends with it and supervisord starts both again
+        os.kill(parent, signal.SIGKILL)
+        again = wait_until(lambda: restarted(dep, "lab0", parent, supervised=True), RESTART_TIMEOUT,
+                           "lab0 started again by supervisord")
+        pids += [again, dep.serving_pid("lab0")]
+        wait_until(lambda: not alive(new), 30, "the forked process ended with its parent")
 
         # --foreground stayed through it, said so, and stops everything on SIGTERM
         assert front.poll() is None, log_path.read_text()

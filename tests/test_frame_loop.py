@@ -4,6 +4,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
+from app.views import frame_loop as fl
 from app.views.frame_loop import FrameLoop
 
 
@@ -74,3 +77,51 @@ def test_a_first_frame_and_every_models_build_import_nothing_the_server_start_di
     out = subprocess.run([sys.executable, "-c", FIRST_FRAMES], capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.fixture
+def costs():
+    """The process's record of playing loops, emptied for a test and put back after it."""
+    saved = dict(fl._COSTS)
+    fl._COSTS.clear()
+    yield fl._COSTS
+    fl._COSTS.clear()
+    fl._COSTS.update(saved)
+
+
+def test_a_class_of_light_sessions_slows_its_numbers_first_then_its_frames_down_to_10_per_second(costs):
+    full, slowest = fl.FRAME_MS / 1e3, fl.SLOWEST_MS / 1e3
+    frame = 0.003                                  # a light frame's time on the loop
+    periods, texts = [], []
+    for sessions in (1, 4, 8, 12, 16, 24, 40, 80):
+        costs.clear()
+        costs.update({k: frame for k in range(sessions)})
+        periods.append(fl.pace(frame))
+        texts.append(fl.text_period())
+        demand = sessions * frame / full
+        assert demand == pytest.approx(fl.demand())
+        # the frames take at most CALM_SHARE of the loop while they can, at 10 updates/s at the slowest
+        assert sessions * frame / periods[-1] <= fl.CALM_SHARE + 1e-9 or periods[-1] == slowest
+    assert periods == sorted(periods) and texts == sorted(texts)        # slower with more sessions, never faster
+    assert periods[0] == full and periods[-1] == slowest and texts[-1] == fl.SLOWEST_TEXT_S
+    # the numbers first: at 4 sessions (demand 0.3) they already refresh less often, the frames not yet
+    assert texts[1] > fl.TEXT_EVERY_S and periods[1] == full
+    assert periods[3] > full                       # at 12 (demand 0.9) the frames too
+
+
+def test_the_numbers_refresh_after_their_period_and_a_few_frames(costs, monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(fl.time, "monotonic", lambda: clock[0])
+    loop = FrameLoop(lambda: None, active=lambda: True, ready=lambda: True, on_error=lambda err: None)
+    due = []
+    for _ in range(40):                            # 25 frames a second, a quiet process
+        due.append(loop.text_due())
+        clock[0] += fl.FRAME_MS / 1e3
+    at = [i for i, d in enumerate(due) if d]
+    gap = round(fl.TEXT_EVERY_S / (fl.FRAME_MS / 1e3) + 0.5)    # the first frame at least TEXT_EVERY_S later
+    assert at[0] == 0 and all(b - a == gap for a, b in zip(at, at[1:])) and len(at) == 4    # twice a second
+    due = []
+    for _ in range(20):                            # 2 frames a second (a saturated process): every 5th frame
+        due.append(loop.text_due())
+        clock[0] += 0.5
+    assert sum(due) == 20 // fl.TEXT_EVERY_FRAMES

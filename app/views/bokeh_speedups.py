@@ -22,7 +22,16 @@ browser 10-25 s after it asked, and each frame held its session's document lock 
 version here hands tornado every part at once, in order, under the same write lock, and awaits them together
 (tornado: awaiting each write is optional; errors still come back). Only for the server's websockets.
 
-All replace exactly the Bokeh code they were written against: `install()` checks the source of the
+Each part is then its own websocket frame, written to the socket by its own `send` (and, through nginx, read and
+sent again as such): a frame of the lab is seven parts, and Panel writes a frame's patch the same way
+(`panel.io.document.dispatch_tornado`, a task per part). Both here frame the parts as tornado does and write
+them to the socket at once, in one call: the bytes on the wire are the same.
+
+A PATCH-DOC message (`patch_doc.create`) first makes a reference of every model the page already has, to send
+those models as references: a few hundred dicts per message, whatever the message holds (a frame changes
+three or four sources). The version here looks a model up when the serialiser meets one.
+
+All replace exactly the Bokeh, Panel and tornado code they were written against: `install()` checks the source of the
 originals and leaves Bokeh as it is if that changed (`tests/test_bokeh_speedups.py` then fails, so that
 someone reads the new code). The same test checks, model by model on the lab's page, that the
 replacement returns what Bokeh's own function does.
@@ -41,16 +50,33 @@ from bokeh.core.property.bases import Property
 from bokeh.core.property.descriptors import UnsetValueError
 from bokeh.core.property.singletons import Undefined
 from bokeh.core.property.wrappers import PropertyValueContainer
+from bokeh.core.serialization import Serializer
+from bokeh.document.json import PatchJson
+from bokeh.document.models import DocumentModelManager
+from bokeh.model import Model
 from bokeh.protocol.message import Message
+from bokeh.protocol.messages.patch_doc import patch_doc
 from bokeh.server.views.ws import WSHandler
-from tornado.websocket import WebSocketHandler
+from panel.io import document as panel_document
+from tornado.escape import utf8
+from tornado.iostream import StreamClosedError
+from tornado.websocket import WebSocketClosedError, WebSocketHandler, WebSocketProtocol13
 
-# sha256 (first 16 hex digits) of the originals' source, as in Bokeh 3.9
+# sha256 (first 16 hex digits) of the originals' source, as in Bokeh 3.9, Panel 1.9 and tornado 6.6
 REVIEWED = {"query_properties_with_values": "e864a09d384658f4", "_overridden_defaults": "c3b1c82a295e3b8b",
-            "themed_default": "6285cc20a7905875", "send": "48e6486395a88c00", "write_buffers": "35932fcd159dc97d"}
+            "themed_default": "6285cc20a7905875", "send": "48e6486395a88c00", "write_buffers": "35932fcd159dc97d",
+            "dispatch_tornado": "5cdc979ac80d2c8c", "patch_doc.create": "935344e7cc170e99",
+            "synced_references": "bb89fdd70092681a", "Serializer.__init__": "d676c85b3021e564",
+            "Serializer.has_ref": "6b31df528992f912", "Serializer.get_ref": "82afd21da3fb869e",
+            "ws.write_message": "e085015d2fafba0a", "ws._write_frame": "5972981bcbf6a255"}
 ORIGINAL = {"query_properties_with_values": HasProps.query_properties_with_values,
             "_overridden_defaults": HasProps._overridden_defaults.__func__,
-            "themed_default": Property.themed_default, "send": Message.send, "write_buffers": Message.write_buffers}
+            "themed_default": Property.themed_default, "send": Message.send, "write_buffers": Message.write_buffers,
+            "dispatch_tornado": panel_document.dispatch_tornado, "patch_doc.create": patch_doc.create.__func__,
+            "synced_references": DocumentModelManager.synced_references.fget,
+            "Serializer.__init__": Serializer.__init__, "Serializer.has_ref": Serializer.has_ref,
+            "Serializer.get_ref": Serializer.get_ref, "ws.write_message": WebSocketProtocol13.write_message,
+            "ws._write_frame": WebSocketProtocol13._write_frame}
 IMMUTABLE = (str, int, float, bool, type(None))
 _defaults: dict = {}
 log = logging.getLogger(__name__)
@@ -118,22 +144,111 @@ def parts(message: Message) -> list[tuple[str | bytes, bool]]:
     return out
 
 
+class _Gather:
+    """Stands in for a websocket's stream while tornado frames a message's parts: keeps the bytes."""
+
+    def __init__(self):
+        self.chunks: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.chunks.append(data)
+
+
+def frames_of(ws: WebSocketProtocol13, frames: list[tuple[str | bytes, bool]]) -> bytes:
+    """The websocket frames of a message's parts, each framed as tornado's `WebSocketProtocol13.write_message`
+    frames it (its compression and byte counts included, by its own `_write_frame`), in one string of bytes."""
+    gather = _Gather()
+    stream, ws.stream = ws.stream, gather
+    try:
+        for payload, binary in frames:
+            message = utf8(payload)
+            ws._message_bytes_out += len(message)
+            flags = 0
+            if ws._compressor:
+                message = ws._compressor.compress(message)
+                flags |= ws.RSV1
+            ws._write_frame(True, 0x2 if binary else 0x1, message, flags=flags)
+    finally:
+        ws.stream = stream
+    return b"".join(gather.chunks)
+
+
+def write_parts(handler: WebSocketHandler, frames: list[tuple[str | bytes, bool]]) -> asyncio.Future:
+    """Every part of a message in one write to the socket; like tornado's `write_message` of each, raises
+    WebSocketClosedError on a closed socket, and so does the future it returns (awaiting it is optional)."""
+    ws = handler.ws_connection
+    if ws is None or ws.is_closing():
+        raise WebSocketClosedError()
+    try:
+        written = ws.stream.write(frames_of(ws, frames))
+    except StreamClosedError:
+        raise WebSocketClosedError() from None
+
+    async def wrapper() -> None:
+        try:
+            await written
+        except StreamClosedError:
+            raise WebSocketClosedError() from None
+    return asyncio.ensure_future(wrapper())
+
+
 async def send(self, conn) -> int:
-    """Bokeh's `Message.send`, every part handed to tornado before any is awaited (see the module's docstring)."""
+    """Bokeh's `Message.send`, every part in one write (see the module's docstring)."""
     if not isinstance(conn, WSHandler):
         return await ORIGINAL["send"](self, conn)
     with await conn.write_lock.acquire():
         frames = parts(self)
-        writes = []
-        try:
-            for payload, binary in frames:
-                writes.append(WebSocketHandler.write_message(conn, payload, binary=binary))
-        finally:       # a socket closed part-way: the writes already made are awaited all the same
-            results = await asyncio.gather(*writes, return_exceptions=True)
-        for result in results:
-            if isinstance(result, BaseException):
-                raise result
+        await write_parts(conn, frames)
         return sum(len(payload) for payload, _ in frames)
+
+
+def dispatch_tornado(conn, events=None, msg=None) -> list:
+    """Panel's `dispatch_tornado`, the message's parts in one write (see the module's docstring)."""
+    socket = conn._socket
+    ws_conn = getattr(socket, "ws_connection", False)
+    if not ws_conn or ws_conn.is_closing():
+        return []
+    if msg is None:
+        if not events:
+            return []
+        msg = conn.protocol.create("PATCH-DOC", events)
+    return [write_parts(socket, parts(msg))]
+
+
+class SyncedSerializer(Serializer):
+    """Bokeh's serialiser of a PATCH-DOC, which sends a model the page has (one of the document's models that is
+    not new) as a reference: looked up when met, where Bokeh's makes a reference of every such model first."""
+
+    def __init__(self, models: DocumentModelManager, **kw):
+        super().__init__(**kw)
+        self._models, self._new = models._models, models._new_models
+
+    def _synced(self, obj) -> bool:
+        return isinstance(obj, Model) and self._models.get(obj.id) is obj and obj not in self._new
+
+    def has_ref(self, obj) -> bool:
+        return id(obj) in self._references or self._synced(obj)
+
+    def get_ref(self, obj):
+        ref = self._references.get(id(obj))
+        return obj.ref if ref is None and self._synced(obj) else ref
+
+
+def create_patch_doc(cls, events, **metadata):
+    """Bokeh's `patch_doc.create`, with SyncedSerializer (see the module's docstring)."""
+    header = cls.create_header()
+    if not events:
+        raise ValueError("PATCH-DOC message requires at least one event")
+    docs = {event.document for event in events}
+    if len(docs) != 1:
+        raise ValueError("PATCH-DOC message configured with events for more than one document")
+    [doc] = docs
+    serializer = SyncedSerializer(doc.models)
+    patch_json = PatchJson(events=serializer.encode(events))
+    doc.models.flush_synced(lambda model: not serializer.has_ref(model))
+    msg = cls(header, metadata, patch_json)
+    msg.add_buffers(*serializer.buffers)
+    return msg
 
 
 def installed() -> bool:
@@ -141,15 +256,17 @@ def installed() -> bool:
 
 
 def install() -> bool:
-    """Replace the two functions if Bokeh's are the reviewed ones; True if they are (now) replaced."""
+    """Replace the functions if the originals are the reviewed ones; True if they are (now) replaced."""
     if installed():
         return True
     changed = [name for name, fn in ORIGINAL.items() if source_digest(fn) != REVIEWED[name]]
     if changed:
-        log.warning("Bokeh's %s changed since bokeh_speedups was written: left as it is", ", ".join(changed))
+        log.warning("%s changed since bokeh_speedups was written: Bokeh left as it is", ", ".join(changed))
         return False
     HasProps.query_properties_with_values = query_properties_with_values
     Property.themed_default = themed_default
     Message.send = send
     HasProps._overridden_defaults = classmethod(lru_cache(None)(ORIGINAL["_overridden_defaults"]))
+    panel_document.dispatch_tornado = dispatch_tornado
+    patch_doc.create = classmethod(create_patch_doc)
     return True

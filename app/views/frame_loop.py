@@ -10,8 +10,14 @@ The sessions of a process share one event loop, so heavy frames are paced (`pace
 than HEAVY_FRAME_S of the loop's time is a heavy one, and the heavy loops together may hold the loop for what the
 light ones leave of LOOP_SHARE of it (at least MIN_HEAVY_SHARE), in equal parts, their frames spaced out to fit.
 The loop's time, not its CPU: on a machine short of CPU a frame holds the loop for longer than it computes. Three tabs
-of a data posterior (37 ms a frame) took a probe session playing beside them to 0.38x its rate (issue 28); light
-sessions (a few ms a frame, a class of them) are never slowed by it.
+of a data posterior (37 ms a frame) took a probe session playing beside them to 0.38x its rate (issue 28).
+
+A class of light sessions slows down together once their frames at the full rate would hold the loop for more than
+CALM_SHARE of its time (`demand`): first the numbers under the plots (`text_period`: each refresh of them costs a
+session several frames' worth of the server), then the frames themselves, down to SLOWEST_MS (10 updates/s) at most.
+Past that the loop is full and every session gets an equal share of it, as before. Slowing down early leaves the loop
+room for what a student waits on (a page open, a click), and a frame costs the same at any rate, so each second of
+the loop serves more sessions at 10 updates/s than it serves at 25 (issue 28: 80 sessions at 10 updates/s on 2 cores).
 """
 from __future__ import annotations
 
@@ -31,16 +37,33 @@ from tornado.websocket import WebSocketClosedError
 log = logging.getLogger(__name__)
 
 FRAME_MS = 40          # 25 frames per second at most; a frame costs a few ms at 10^4 chains
+SLOWEST_MS = 100       # what a class of light sessions slows down to at most: 10 updates/s
 HEAVY_FRAME_S = 0.015  # a frame's duration on the loop above which a session's frames are paced
 LOOP_SHARE = 0.4       # of the loop's time, what the sessions' frames may hold it for before heavy ones are paced
 MIN_HEAVY_SHARE = 0.1  # ... of which the heavy ones keep at least this much between them
+CALM_SHARE = 0.5       # of the loop's time, what the light frames may hold it for at the full rate: past half of it
+                       # the numbers refresh less often, past all of it the frames slow down (see the docstring)
+TEXT_EVERY_S = 0.5     # the numbers under the plots refresh twice a second at most ...
+TEXT_EVERY_FRAMES = 5  # ... and once in this many frames at most (under load a frame comes less often)
+SLOWEST_TEXT_S = 2.0   # ... and at least every 2 s while frames come
 _COSTS: dict[int, float] = {}     # id(FrameLoop) -> its frames' duration, smoothed, while it plays
+
+
+def demand() -> float:
+    """The share of the loop's time the light loops playing now would take at the full rate."""
+    return sum(c for c in _COSTS.values() if c <= HEAVY_FRAME_S) / (FRAME_MS / 1e3)
+
+
+def text_period() -> float:
+    """How often (s) a playing session refreshes its numbers: TEXT_EVERY_S while the light frames' demand is under
+    half of CALM_SHARE, then slower in proportion, up to SLOWEST_TEXT_S."""
+    return min(SLOWEST_TEXT_S, TEXT_EVERY_S * max(1.0, demand() / (CALM_SHARE / 2)))
 
 
 def pace(cost_s: float) -> float:
     """The period (s) of a loop whose frames cost cost_s, among the loops playing now (_COSTS)."""
     if cost_s <= HEAVY_FRAME_S:
-        return FRAME_MS / 1e3
+        return min(SLOWEST_MS, FRAME_MS * max(1.0, demand() / CALM_SHARE)) / 1e3
     light = sum(c for c in _COSTS.values() if c <= HEAVY_FRAME_S) / (FRAME_MS / 1e3)
     heavy = sum(1 for c in _COSTS.values() if c > HEAVY_FRAME_S) or 1
     share = max(MIN_HEAVY_SHARE, LOOP_SHARE - light) / heavy
@@ -130,6 +153,8 @@ class FrameLoop:
         self._loop_id = 0              # a stopped (or restarted) loop's late frame does nothing
         self._scheduled: set[Callable] = set()
         self._was_connected = False
+        self._text_at = 0.0            # when text_due last said yes, and the frames since
+        self._text_frames = TEXT_EVERY_FRAMES
 
     def attach(self, doc) -> None:
         """Bind the loop to this session's document (the app calls this at session start), and start it if
@@ -210,6 +235,16 @@ class FrameLoop:
             self._was_connected = True
             return False
         return self._was_connected
+
+    def text_due(self) -> bool:
+        """Whether this frame refreshes the numbers under the plots (call once per frame): after text_period()
+        and TEXT_EVERY_FRAMES frames since the last refresh (see the module's docstring)."""
+        self._text_frames += 1
+        now = time.monotonic()
+        if self._text_frames < TEXT_EVERY_FRAMES or now - self._text_at < text_period():
+            return False
+        self._text_at, self._text_frames = now, 0
+        return True
 
     def pending(self, fn: Callable) -> bool:
         """Whether `fn` waits for the next tick (see with_lock)."""

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-import time
 
 import numpy as np
 import panel as pn
@@ -249,7 +248,6 @@ class LabView(Viewer):
         self._recipe_open = (recipe_open or lab.config.D is not None or lab.config.Q is not None
                              or uses_design(lab.config))
         self.cfg = lab.config
-        self._text_at = 0.0
         self._fresh = False
         self.plots: list[RunPlots] = []
         self.kl = None
@@ -550,10 +548,7 @@ class LabView(Viewer):
         return {"residual_text": f"{side.residual:.1e} {'✓' if ok else '✗'}"}
 
     def _push_metrics(self, force_kl: bool = False):
-        now = time.monotonic()
-        text = not (self.lab.playing and self.loop.in_frame) or now - self._text_at >= TEXT_EVERY_S
-        if text:
-            self._text_at = now
+        text = not (self.lab.playing and self.loop.in_frame) or self.loop.text_due()
         force_kl = force_kl or not self.lab.playing
         kl = self._start_kl()
         score = text or force_kl or (kl and self.kl.due())

@@ -13,6 +13,7 @@ from .frame_loop import quiet_closed_sockets
 from .page import quiet_late_messages
 
 _prepared = False
+_warm = False
 
 # What a frame, a build or a Models build imports lazily, imported here once, on the event loop's thread before
 # the first session. First imported on a worker instead, a module sits half-initialised in sys.modules while
@@ -42,6 +43,16 @@ def prepare_process() -> None:
     _prepared = True
     quiet_closed_sockets()
     quiet_late_messages()
+    warm()
+
+
+def warm() -> None:
+    """What prepare_process does that needs no event loop: also run, once, by the parent of a deployment's Panel
+    process before it forks it (deploy/lab_process.py), which then inherits it all."""
+    global _warm
+    if _warm:
+        return
+    _warm = True
     # One BLAS thread in the server (its workers inherit it): the compute pool forks workers from threads, and
     # OpenBLAS's fork handler waits for its own threads to finish the call another thread has under way, which
     # never happens (a server hung in blas_thread_shutdown_, issue 28); two cores shared by the sessions and the
