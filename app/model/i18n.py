@@ -8,6 +8,7 @@ templates with named fields ("{n} chains"): the template is looked up, then form
 """
 from __future__ import annotations
 
+import re
 import tomllib
 from functools import cache
 from pathlib import Path
@@ -45,3 +46,51 @@ def tr(text: str, lang: str = DEFAULT_LANG, /, **fields) -> str:
     """The text in the language (English where the catalogue has no entry), with its fields filled in."""
     out = catalogue(lang).get(text, text) if lang != DEFAULT_LANG else text
     return out.format(**fields) if fields else out
+
+
+# A template's fields holding text of their own (a reason, a list of reasons) are translated in turn; the
+# others (a value, a name, a number) are shown as they are.
+NESTED_FIELDS = ("why", "reason", "rest")
+LIST_FIELDS = ("items",)       # "; "-separated reasons, each translated
+
+
+@cache
+def _patterns(lang: str) -> list[tuple[re.Pattern, str]]:
+    """The language's templates as patterns over the English text, the most specific (longest words) first."""
+    out = []
+    for key, value in catalogue(lang).items():
+        if "{" not in key:
+            continue
+        parts = re.split(r"\{(\w+)\}", key)
+        regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+?)" for i, p in enumerate(parts))
+        try:
+            out.append((re.compile(regex + r"\Z", re.S), value, len("".join(parts[::2]))))
+        except re.error:           # a field named twice: usable by tr(), not as a pattern
+            continue
+    out.sort(key=lambda item: -item[2])
+    return [(pattern, value) for pattern, value, _ in out]
+
+
+def tr_message(text: str, lang: str = DEFAULT_LANG, /) -> str:
+    """A message the library or the model wrote in English (a refusal, a link's ignored value), in the language:
+    its exact entry, else the first template it matches with the fields filled in, else the English."""
+    if lang == DEFAULT_LANG or not text:
+        return text
+    table = catalogue(lang)
+    if text in table:
+        return table[text]
+    for pattern, value in _patterns(lang):
+        m = pattern.match(text)
+        if m is None:
+            continue
+        fields = m.groupdict()
+        for name in fields:
+            if name in NESTED_FIELDS:
+                fields[name] = tr_message(fields[name], lang)
+            elif name in LIST_FIELDS:
+                fields[name] = "; ".join(tr_message(item, lang) for item in fields[name].split("; "))
+        try:
+            return value.format(**fields)
+        except (KeyError, IndexError, ValueError):
+            return text
+    return text

@@ -2,8 +2,8 @@
 
 Keys are short and stable: pot, s, a.<param>, cmp, sb, b.<param>, V, batch, n, seed, speed,
 burn, start, D, Q (JSON lists of cell strings), naive, log, design (the designed sampler as JSON, written while a
-side runs it). Navigation adds tab, lesson, play, present and
-recipe (the recipe editor open).
+side runs it). Navigation adds tab, lesson, play, present,
+recipe (the recipe editor open) and lang (the interface's language, en or ja).
 Nothing from a URL is evaluated: values are parsed as numbers, names are checked against the
 registry, and cells go through the library's whitelist parser like typed ones.
 """
@@ -20,9 +20,10 @@ from samplers.registry import REGISTRY, sampler_names
 
 from .config import LabConfig, out_of_bounds, url_keys
 from .design import from_json, to_json, uses_design
+from .i18n import LANGS
 from .presets import validate_params
 
-NAV_KEYS = ("tab", "lesson", "play", "present", "recipe")
+NAV_KEYS = ("tab", "lesson", "play", "present", "recipe", "lang")
 MAX_CELLS_JSON = 4000
 MAX_MESSAGES = 10      # a link of a thousand junk keys gets ten messages and a count, not a page of them
 
@@ -157,6 +158,8 @@ def nav_errors(query: dict[str, str], tabs, lessons) -> list[str]:
         errors.append(f"URL 'tab'={quoted(query['tab'])}: must be one of {', '.join(tabs)}")
     if query.get("lesson") and query["lesson"] not in lessons:
         errors.append(f"URL 'lesson'={quoted(query['lesson'])}: no such lesson")
+    if "lang" in query and query["lang"] not in LANGS:
+        errors.append(f"URL 'lang'={quoted(query['lang'])}: must be one of {', '.join(LANGS)}")
     for key in NAV_FLAGS:
         if key in query and query[key].strip().lower() not in ("", "0", "1", "true", "false"):
             errors.append(f"URL {quoted(key)}={quoted(query[key])}: expected 0 or 1")

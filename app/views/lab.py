@@ -11,12 +11,14 @@ import time
 
 import numpy as np
 import panel as pn
+import param
 from bokeh.layouts import column
 from panel.io.state import set_curdoc
 from panel.viewable import Viewer
 
 from ..model.design import DESIGN, uses_design
 from ..model.exports import csv_tables, file_name, npz_arrays, write_csv, write_npz
+from ..model.i18n import DEFAULT_LANG, LANGS
 from ..model.lab import RESIDUAL_OK, Lab
 from ..model.presets import differences
 from ..model.urlstate import to_query
@@ -214,6 +216,8 @@ def summary_html(sides, metrics) -> str:
 
 class LabView(Viewer):
     """The lab page; `compact` is the plots and messages alone (a lesson's embedded demo)."""
+
+    lang = param.Selector(objects=list(LANGS), default=DEFAULT_LANG)
 
     def __init__(self, lab: Lab | None = None, compact: bool = False, recipe_open: bool = False, **params):
         super().__init__(**params)

@@ -7,11 +7,13 @@ import logging
 from urllib.parse import urlencode
 
 import panel as pn
+import param
 from bokeh.models import CustomJS
 from panel.viewable import Viewer
 
 from ..model.config import LabConfig
 from ..model.content import ERRATA_SLUG, GLOSSARY_SLUG, list_lessons
+from ..model.i18n import DEFAULT_LANG, LANG_NAMES, LANGS, parse_lang, tr, tr_message
 from ..model.lab import Lab
 from ..model.models import apply_models_query, models_query
 from ..model.presets import FIRST_SCREEN
@@ -84,6 +86,8 @@ if (!window.__lab_keys) {
   setInterval(() => all(document, KEEP, []).forEach(keep), 1000);
 }
 """
+# <html lang> follows the switch (Panel's page template writes lang="en"): screen readers pick their voice by it
+HTML_LANG_JS = "document.documentElement.lang = {lang!r};"
 LATE_MESSAGE = "dropped a message from a page that has gone (Bokeh had already let go of its session)"
 
 
@@ -118,11 +122,17 @@ def quiet_late_messages() -> None:
 class AppView(Viewer):
     """The sections are built when first shown (the Tabs are dynamic: a hidden one sends nothing to the
     page either): a page open builds the one it shows, and a reader who never opens the others costs
-    the server nothing for them."""
+    the server nothing for them.
+
+    `lang` is the interface's language: set (by the switch in the header, or a link's lang=), it is set on
+    every section, which re-words its texts in place: the runs, their plots and the link's state stay."""
+
+    lang = param.Selector(objects=list(LANGS), default=DEFAULT_LANG)
 
     def __init__(self, search: str = "", **params):
-        super().__init__(**params)
         query = parse_search(search)
+        params.setdefault("lang", parse_lang(query.get("lang")))
+        super().__init__(**params)
         tab = query.get("tab", "lab")
         # a Models link holds the Models page's configuration, not the lab's (models.py reads it)
         self._models_query = query if tab == "models" else None
@@ -144,7 +154,7 @@ class AppView(Viewer):
         self._lesson = query.get("lesson", "")     # the lesson the Lessons section opens on
         self._recipe_open = query.get("recipe", "") in ("1", "true")
         self._doc = None
-        self.tabs = pn.Tabs(*[(title, pn.Column()) for title in TITLES],
+        self.tabs = pn.Tabs(*[(tr(title, self.lang), pn.Column()) for title in TITLES],
                             active=TABS.index(tab) if tab in TABS else 0,
                             sizing_mode="stretch_width", dynamic=True, css_classes=["sections"])
         self.autoplay = query.get("play", "") in ("1", "true")
@@ -153,12 +163,20 @@ class AppView(Viewer):
         self.heading = pn.pane.HTML(sizing_mode="stretch_width", margin=(5, 10), css_classes=["page-heading"])
         self.present_button = pn.widgets.Toggle(name="Present", value=query.get("present", "") in ("1", "true"),
                                                 width=90, margin=(8, 10), css_classes=["present-toggle"])
-        self.header = pn.Row(self.heading, self.present_button, sizing_mode="stretch_width")
+        # the switch's label names it in both languages: a reader of either finds it
+        self.lang_select = pn.widgets.Select(name="Language / 言語", value=self.lang,
+                                             options={LANG_NAMES[k]: k for k in LANGS}, width=110,
+                                             margin=(0, 10, 4, 10), css_classes=["lang-switch"])
+        self.lang_select.jscallback(value="document.documentElement.lang = cb_obj.value === '日本語' || "
+                                          "cb_obj.value === 'ja' ? 'ja' : 'en';")
+        self.lang_select.param.watch(lambda e: setattr(self, "lang", e.new), "value")
+        self.header = pn.Row(self.heading, self.lang_select, self.present_button, sizing_mode="stretch_width")
         if self.link_notice.visible:
             self.header = pn.Column(self.header, self.link_notice, sizing_mode="stretch_width")
         # first among the watchers of `active`: the others read the section being shown
         self.tabs.param.watch(self._build_shown, "active")
         self.present_button.param.watch(self._on_present, "value")
+        self.param.watch(self._on_lang, "lang")
         self.lab.param.watch(self._show_heading, "version")
         self.tabs.param.watch(self._show_heading, "active")
         self._build_shown()
@@ -167,16 +185,17 @@ class AppView(Viewer):
     def _nav_ignored(self, errors: list[str]) -> None:
         """Navigation a link asks for that does not exist: the section shown may not be the lab, so the page
         says it above the sections, in the words of the lab's own notice."""
+        self._nav_errors = errors
         if errors:
-            self.link_notice.object = alert_html(html.escape("Some of the link was ignored: " + "; ".join(errors)),
-                                                 "warning")
+            self.link_notice.object = alert_html(html.escape(tr_message(
+                "Some of the link was ignored: " + "; ".join(errors), self.lang)), "warning")
             self.link_notice.visible = True
 
     def _build_shown(self, *_) -> None:
         """Build the section on show the first time it is shown, and bind it like the others."""
         tab = TABS[self.tabs.active]
         if tab == "lab" and self.lab_view is None:
-            self.lab_view = view = LabView(self.lab, recipe_open=self._recipe_open)
+            self.lab_view = view = LabView(self.lab, recipe_open=self._recipe_open, lang=self.lang)
             view.present(self.presenting)
             if self._location is not None:
                 view.recipe_card.param.watch(self._write_url, "collapsed")
@@ -185,15 +204,15 @@ class AppView(Viewer):
                 if self.autoplay:
                     self.lab.play()
         elif tab == "lessons" and self.lessons is None:
-            self.lessons = view = LessonsView(self._lesson)
+            self.lessons = view = LessonsView(self._lesson, lang=self.lang)
             view.present(self.presenting)
             if self._doc is not None:
                 view.attach(self._doc)
             self._watch_lesson()
         elif tab == "figures" and self.figures is None:
-            self.figures = view = FiguresView()
+            self.figures = view = FiguresView(lang=self.lang)
         elif tab == "models" and self.models is None:
-            self.models = view = models_view(self._models_query or {}, doc=self._doc or pn.state.curdoc)
+            self.models = view = models_view(self._models_query or {}, doc=self._doc or pn.state.curdoc, lang=self.lang)
             view.present(self.presenting)
             if self._doc is not None:
                 view.attach(self._doc)
@@ -203,7 +222,25 @@ class AppView(Viewer):
                 view.lab.play()
         else:
             return
-        self.tabs[self.tabs.active] = (TITLES[self.tabs.active], view)
+        self.tabs[self.tabs.active] = (tr(TITLES[self.tabs.active], self.lang), view)
+
+    def _on_lang(self, *_) -> None:
+        """Every section, the tabs' titles and the header in the new language; the runs go on as they were."""
+        if self.lang_select.value != self.lang:
+            self.lang_select.value = self.lang
+        for view in (self.lab_view, self.lessons, self.figures, self.models):
+            if view is not None:
+                view.lang = self.lang
+        titles = [tr(title, self.lang) for title in TITLES]
+        self.tabs._names[:] = titles
+        # a tab's title lives on its Bokeh panel, which Panel reuses for an object it already shows
+        for model, _parent in list(self.tabs._models.values()):
+            for panel, title in zip(model.tabs, titles):
+                panel.title = title
+        self._nav_ignored(self._nav_errors)
+        self._on_present()
+        if self._location is not None:
+            self._write_url()
 
     def _watch_models(self) -> None:
         self.models.cfg.param.watch(self._write_url, list(self.models.cfg.param.values().keys() - {"name"}))
@@ -222,7 +259,7 @@ class AppView(Viewer):
 
     def _on_present(self, *_):
         on = self.presenting
-        self.present_button.name = "End presentation" if on else "Present"
+        self.present_button.name = tr("End presentation" if on else "Present", self.lang)
         self.present_button.width = 150 if on else 90
         for view in (self.lab_view, self.lessons, self.models):
             if view is not None:
@@ -231,23 +268,27 @@ class AppView(Viewer):
 
     def _show_heading(self, *_):
         """The app's name, or in presentation mode what is on show: the lesson, or who runs on which target."""
+        lang = self.lang
         if not self.presenting:
             self.heading.object = (
                 "<div style='display:flex;align-items:baseline;gap:12px;flex-wrap:wrap'>"
-                "<span style='font-size:20px;font-weight:700'>SG-MCMC lab</span>"
-                "<span style='color:#555;font-size:13px'>every sampler is a recipe (H, D, Q): pick or edit one and "
-                "watch it against the exact density</span></div>")
+                f"<span style='font-size:20px;font-weight:700'>{tr('SG-MCMC lab', lang)}</span>"
+                "<span style='color:#555;font-size:13px'>" + tr(
+                    "every sampler is a recipe (H, D, Q): pick or edit one and watch it against the exact density",
+                    lang) + "</span></div>")
             return
         tab = TABS[self.tabs.active]
         if tab == "lessons":
             title = self.lessons.title if self.lessons is not None else ""
         elif tab == "lab" and self.lab.sides:
-            title = " vs ".join(side.title for side in self.lab.sides) + f" on {self.config.potential}"
+            title = tr("{pair} on {target}", lang, pair=tr(" vs ", lang).join(side.title for side in self.lab.sides),
+                       target=self.config.potential)
         elif tab == "models":
             runs = self.models.lab.runs if self.models is not None else None
-            title = (" vs ".join(s.title for s in runs.sides) + f" on {runs.model.title}") if runs else "Models"
+            title = (tr("{pair} on {target}", lang, pair=tr(" vs ", lang).join(s.title for s in runs.sides),
+                        target=runs.model.title) if runs else tr("Models", lang))
         else:
-            title = "Paper figures"
+            title = tr("Paper figures", lang)
         self.heading.object = (f"<div class='present-title' style='font-size:28px;font-weight:700;white-space:nowrap;"
                                f"overflow:hidden;text-overflow:ellipsis' title='{html.escape(title, quote=True)}'>"
                                f"{html.escape(title)}</div>")
@@ -256,7 +297,7 @@ class AppView(Viewer):
         """Session start: bind the frame loop and the URL."""
         self._doc = doc
         if doc is not None:
-            doc.js_on_event("document_ready", CustomJS(code=KEYS_JS))
+            doc.js_on_event("document_ready", CustomJS(code=KEYS_JS + HTML_LANG_JS.format(lang=self.lang)))
         for view in (self.lab_view, self.lessons, self.models):
             if view is not None:
                 view.attach(doc)
@@ -298,7 +339,7 @@ class AppView(Viewer):
         lesson = getattr(getattr(self.lessons, "select", None), "value", "") if tab == "lessons" else ""
         recipe = self.lab_view.recipe_open if self.lab_view is not None else self._recipe_open
         return {"tab": tab if tab != "lab" else "", "lesson": lesson, "present": "1" if self.presenting else "",
-                "recipe": "1" if recipe else ""}
+                "recipe": "1" if recipe else "", "lang": self.lang if self.lang != DEFAULT_LANG else ""}
 
     def _write_url(self, *_):
         """The URL holds the configuration the plots were built from: an edit that blocks the run
@@ -322,6 +363,7 @@ class AppView(Viewer):
             return
         query = parse_search(event.new)
         self._last_search = event.new
+        self.lang = parse_lang(query.get("lang"))
         if query.get("tab") == "models":
             if self.models is None:
                 self._models_query = query
