@@ -8,7 +8,7 @@ Files that belong to no reproduction are kept apart, to be listed by name.
 In another language (`in_lang`) the titles, sources, claims and the paper's numbers go through the catalogue,
 keyed by their English text as the reproduction writes it (app/locale/ja/pages-claims.toml): a claim's id is
 its text, so a claim whose wording changes in a rerun has no entry and is shown in English (and the
-completeness test, tests/test_pages_ja.py, fails) rather than under a stale translation. The evidence and
+completeness test in tests/test_lessons_ja.py fails) rather than under a stale translation. The evidence and
 the interval that decides a verdict are the run's numbers in the run's words: they stay in English.
 """
 from __future__ import annotations

@@ -42,7 +42,6 @@ from samplers.targets.live import LIVE_MODELS, LiveModel
 
 from .config import url_keys, url_meta
 from .exports import safe_file_name
-from .i18n import DEFAULT_LANG, LANGS, tr
 from .lab import MAX_STATE
 from .pool import Cancelled
 from .reasons import Notice, NoticeKind, one_line
@@ -484,7 +483,6 @@ class ModelsLab(Session):
 
     error = param.String(default="", doc="why there is no run: the build failed (the previous run stays)")
     rate = param.Number(default=None, allow_None=True, doc="updates (a step of both samplers) per second")
-    lang = param.Selector(default=DEFAULT_LANG, objects=list(LANGS), doc="the language of the page's messages")
 
     def __init__(self, config: ModelsConfig | None = None, schedule: Callable | None = None, **params):
         super().__init__(schedule, **params)
@@ -648,17 +646,17 @@ class ModelsLab(Session):
         if self.playing:
             self.rate = runs.rate()
         if runs.error is not None:
-            self.pause(Notice(NoticeKind.FAILED, tr("{error}. Change the step size (smaller usually helps) or reset.",
-                                                    self.lang, error=runs.error)))
+            self.pause(Notice(NoticeKind.FAILED, f"{runs.error}. Change the step size (smaller usually helps) "
+                                                 "or reset."))
             return
         for i, (side, n) in enumerate(zip(runs.sides, runs.diverged)):
             if n > runs.told[i]:
                 runs.told[i] = n
                 eps = side.params.get("eps")
-                hint = tr(" — try a smaller step size, e.g. {eps}", self.lang, eps=f"{eps / 4:.3g}") if eps else ""
-                self.notice = Notice(NoticeKind.DIVERGED, tr(
-                    "{n} of {chains} chains of {sampler} diverged by step {t} and were frozen (left out of the "
-                    "metric){hint}.", self.lang, n=n, chains=runs.chains, sampler=side.key, t=runs.t, hint=hint))
+                hint = f" — try a smaller step size, e.g. {eps / 4:.3g}" if eps else ""
+                self.notice = Notice(NoticeKind.DIVERGED, f"{n} of {runs.chains} chains of {side.key} diverged by "
+                                                          f"step {runs.t} and were frozen (left out of the metric)"
+                                                          f"{hint}.")
         if all(n >= runs.chains for n in runs.diverged):
             self.pause()
 

@@ -263,10 +263,11 @@ class FiguresView(Viewer):
         open_ = len(verdicts) - held - failed
         count = ""
         if verdicts:
-            count = (tr("<p><b>{held} of the {n} claims tested hold</b> in our runs, {failed} do not", lang,
-                        held=held, n=len(verdicts), failed=failed)
-                     + (tr(", and {open} cannot be decided by them", lang, open=open_) if open_ else "")
-                     + tr(".", lang) + "</p>")
+            count = "<p>" + (tr("<b>{held} of the {n} claims tested hold</b> in our runs, {failed} do not, and {open} "
+                                "cannot be decided by them.", lang, held=held, n=len(verdicts), failed=failed,
+                                open=open_) if open_ else
+                             tr("<b>{held} of the {n} claims tested hold</b> in our runs, {failed} do not.", lang,
+                                held=held, n=len(verdicts), failed=failed)) + "</p>"
         items = [_html(intro(lang) + count)]
         for section in cat.papers:
             # a paper is cited by its authors and title as published

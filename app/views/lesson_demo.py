@@ -179,8 +179,9 @@ class LessonDemo(Viewer):
         return lab_href(self.cfg, self.lang)
 
     def _header(self, sides=None) -> str:
-        note = (f"<br><span style='color:#b00020'>{tr('ignored: {what}', self.lang, what=html.escape('; '.join(self._errors)))}"
-                f"</span>" if self._errors else "")
+        what = html.escape("; ".join(self._errors))
+        note = (f"<br><span style='color:#b00020'>{tr('ignored: {what}', self.lang, what=what)}</span>"
+                if self._errors else "")
         return tr("<b>Live demo</b>: {who} · <a class='lesson-demo' href='{href}'>open it in the full lab →</a>",
                   self.lang, who=describe(self.cfg, sides, self.lang), href=self.lab_href) + note
 

@@ -98,7 +98,8 @@ class LessonsView(Viewer):
         if not self.lessons:
             self.body.objects = [pn.pane.Markdown(tr(
                 "## Lessons\n\nLessons are coming: one page per theorem of the sources, each with a demo that "
-                "opens in the lab. They will appear here from `lessons/*.md`.", self.lang), sizing_mode="stretch_width")]
+                "opens in the lab. They will appear here from `lessons/*.md`.", self.lang),
+                sizing_mode="stretch_width")]
             return
         options = {lesson.title: lesson.slug for lesson in self.lessons}
         slugs = [lesson.slug for lesson in self.lessons]

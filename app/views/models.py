@@ -17,7 +17,7 @@ from bokeh.models import ColumnDataSource, Line, Range1d
 from panel.viewable import Viewer
 
 from ..model.config import refusal
-from ..model.i18n import DEFAULT_LANG, LANGS, tr
+from ..model.i18n import DEFAULT_LANG, LANGS, tr, tr_message
 from ..model.models import (
     ModelsConfig,
     ModelsLab,
@@ -30,7 +30,7 @@ from ..model.reasons import Notice, NoticeKind
 from ..model.urlstate import quoted
 from .controls import PLAY_CSS, SettingFields, error_html
 from .frame_loop import FrameLoop, session_schedule
-from .lab import TEXT_EVERY_S, alert_html, notice_alert
+from .lab import TEXT_EVERY_S, alert_html
 from .plots import (
     RUN_COLORS,
     RUN_DASH,
@@ -80,9 +80,18 @@ def models_summary(lab: ModelsLab, values=None, lang: str = DEFAULT_LANG) -> str
             f"({better})<br>{numbers}{building}</div></div>")
 
 
-def error_alert(error: str) -> dict:
+def error_alert(error: str, lang: str = DEFAULT_LANG) -> dict:
     """The box saying why there is no run (the build failed), escaped; hidden when there is none."""
-    return dict(object=alert_html(html.escape(error), "danger") if error else "", visible=bool(error))
+    return dict(object=alert_html(html.escape(tr_message(error, lang)), "danger") if error else "",
+                visible=bool(error))
+
+
+def models_notice(notice, lang: str = DEFAULT_LANG) -> dict:
+    """The message box for the page's notice (None: hidden); the model writes it in English, it is shown in the
+    page's language (app/model/i18n.py: tr_message), again when the language changes."""
+    if notice is None:
+        return dict(object="", visible=False)
+    return dict(object=alert_html(html.escape(tr_message(notice.message, lang)), notice.level), visible=True)
 
 
 def model_info(lab: ModelsLab, lang: str = DEFAULT_LANG) -> str:
@@ -96,7 +105,7 @@ def model_info(lab: ModelsLab, lang: str = DEFAULT_LANG) -> str:
     about = html.escape(m.description or m.title)
     if lang != DEFAULT_LANG:
         about = f"{html.escape(tr(m.title, lang))}: <span lang='en'>{about}</span>"
-    return (f"<div style='font-size:12px;color:#444'>" + tr(
+    return ("<div style='font-size:12px;color:#444'>" + tr(
         "{about} (dimension {dim}).<br>{pair}; {batch}; {chains} chains; score: {metric} of the chains' current "
         "states.", lang, about=about, dim=m.potential.dim, pair=pair, batch=batch, chains=runs.chains,
         metric=html.escape(tr(m.metric_name, lang))) + "</div>")
@@ -170,21 +179,23 @@ class ModelsView(Viewer):
     def __init__(self, config: ModelsConfig | None = None, errors=(), schedule=None, **params):
         super().__init__(**params)
         self.cfg = config or ModelsConfig()
-        self.lab = lab = ModelsLab(self.cfg, schedule=schedule, lang=self.lang)
+        self.lab = lab = ModelsLab(self.cfg, schedule=schedule)
         if errors:
-            lab.notice = Notice(NoticeKind.LINK, tr("Some of the link was ignored: ", self.lang) + "; ".join(errors))
+            lab.notice = Notice(NoticeKind.LINK, "Some of the link was ignored: " + "; ".join(errors))
         self._text_at = 0.0
         self._eps_shown = False      # a step-size field is being set to the value in use: not an edit
         self.plot = MetricPlot(self.lang)
         self.loop = FrameLoop(self._frame, active=lambda: self.lab.playing, ready=lambda: True,
                               on_error=lab.failed)
 
-        self.alert = pn.pane.HTML(refs=pn.bind(notice_alert, lab.param.notice), sizing_mode="stretch_width",
+        self.alert = pn.pane.HTML(refs=pn.bind(models_notice, lab.param.notice, self.param.lang),
+                                  sizing_mode="stretch_width",
                                   css_classes=["models-message"], margin=(5, 10), disable_math=True)
-        self.block_alert = pn.pane.HTML(refs=pn.bind(error_alert, lab.param.error),
+        self.block_alert = pn.pane.HTML(refs=pn.bind(error_alert, lab.param.error, self.param.lang),
                                         sizing_mode="stretch_width", css_classes=["models-blocked"], margin=(5, 10),
                                         disable_math=True)
-        self.summary = pn.pane.HTML(models_summary(lab, lang=self.lang), sizing_mode="stretch_width", css_classes=["models-summary"],
+        self.summary = pn.pane.HTML(models_summary(lab, lang=self.lang), sizing_mode="stretch_width",
+                                    css_classes=["models-summary"],
                                     margin=(2, 10), disable_math=True)
         self.main = pn.Column(self.alert, self.block_alert, self.summary,
                               pn.pane.Bokeh(self.plot.fig, sizing_mode="stretch_width"),
@@ -228,7 +239,8 @@ class ModelsView(Viewer):
                                           css_classes=["models-chains"])
         self.seed = self.settings.field(pn.widgets.IntInput, "seed", sizing_mode="stretch_width",
                                         css_classes=["models-seed"])
-        self.csv = pn.widgets.FileDownload(callback=self._csv, filename="metric.csv", label=tr("Metric (CSV)", self.lang),
+        self.csv = pn.widgets.FileDownload(callback=self._csv, filename="metric.csv",
+                                           label=tr("Metric (CSV)", self.lang),
                                            button_type="primary", sizing_mode="stretch_width",
                                            css_classes=["models-csv"])
         self.json = pn.widgets.FileDownload(callback=self._json, filename="metric.json",
@@ -263,7 +275,6 @@ class ModelsView(Viewer):
     def _relabel(self) -> None:
         """Another language: every word of the page; the run, its curves and the fields' values stay."""
         lang = self.lang
-        self.lab.lang = lang
         self.select.param.update(name=tr("Model", lang), options=self._model_options(), value=self.cfg.key)
         self.step.name, self.reset.name = tr("Step", lang), tr("Reset", lang)
         self.play.name = tr("Pause", lang) if self.lab.playing else tr("Play", lang)
@@ -278,7 +289,8 @@ class ModelsView(Viewer):
 
     # -- controls ---------------------------------------------------------------------------------------
     def _play_state(self, playing, *_) -> dict:
-        return dict(name=tr("Pause", self.lang) if playing else tr("Play", self.lang), button_type="warning" if playing else "success",
+        return dict(name=tr("Pause", self.lang) if playing else tr("Play", self.lang),
+                    button_type="warning" if playing else "success",
                     disabled=not playing and not self.lab.can_run and not self.lab.building)
 
     def _on_model(self, event):
