@@ -247,7 +247,8 @@ LOADER_BROKEN = {
     "the demo removed": ("05-sghmc", lambda t: t.replace("{{demo}}\n", "", 1)),
     "a check removed": ("05-sghmc", lambda t: t.replace("{{check:sghmc_friction}}\n", "", 1)),
     "an equation line left out": ("05-sghmc", lambda t: t.replace("{{eq:2}}\n", "", 1)),
-    "a demo setting in the front matter": ("08-sgrhmc", lambda t: t.replace("---\ntitle:", "---\nchecks: []\ntitle:", 1)),
+    "a demo setting in the front matter": ("08-sgrhmc",
+                                           lambda t: t.replace("---\ntitle:", "---\nchecks: []\ntitle:", 1)),
 }
 
 
@@ -342,8 +343,9 @@ def test_the_models_pages_messages_read_in_japanese():
     """The model writes its messages in English; the page shows them through the catalogue's templates."""
     from app.model.i18n import tr_message
     diverged = "12 of 300 chains of sghmc diverged by step 40 and were frozen (left out of the metric)"
-    assert tr_message(diverged + " — try a smaller step size, e.g. 0.0025.", "ja") == \
-        "sghmc の鎖 300 本のうち 12 本がステップ 40 までに発散し、凍結した(評価指標から除外)。より小さなステップ幅、たとえば 0.0025 を試すこと。"
+    assert tr_message(diverged + " — try a smaller step size, e.g. 0.0025.", "ja") == (
+        "sghmc の鎖 300 本のうち 12 本がステップ 40 までに発散し、凍結した(評価指標から除外)。"
+        "より小さなステップ幅、たとえば 0.0025 を試すこと。")
     assert tr_message(diverged + ".", "ja").startswith("sghmc の鎖 300 本のうち 12 本")
 
 
