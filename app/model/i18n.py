@@ -42,6 +42,12 @@ def catalogue(lang: str) -> dict[str, str]:
     return merged
 
 
+def N_(text: str) -> str:
+    """Marks an English text that is translated where it is shown (a constant, a table's entry): the catalogue
+    test reads the literal here as it reads tr()'s (gettext's convention)."""
+    return text
+
+
 def tr(text: str, lang: str = DEFAULT_LANG, /, **fields) -> str:
     """The text in the language (English where the catalogue has no entry), with its fields filled in."""
     out = catalogue(lang).get(text, text) if lang != DEFAULT_LANG else text
@@ -52,17 +58,30 @@ def tr(text: str, lang: str = DEFAULT_LANG, /, **fields) -> str:
 # others (a value, a name, a number) are shown as they are.
 NESTED_FIELDS = ("why", "reason", "rest")
 LIST_FIELDS = ("items",)       # "; "-separated reasons, each translated
+# fields that hold a number or a bound: they match no space (so "{value} (not applied)" is told from "{value}")
+NUMBER_FIELDS = ("value", "lo", "hi", "n", "k", "t", "s", "mb", "ms", "pos", "most", "chains", "budget", "eps")
+
+
+MESSAGES = "messages.toml"     # the templates that match messages (the other files' templates are the code's own)
 
 
 @cache
 def _patterns(lang: str) -> list[tuple[re.Pattern, str]]:
-    """The language's templates as patterns over the English text, the most specific (longest words) first."""
+    """The language's message templates (its messages.toml) as patterns over the English text, the most specific
+    (longest words) first. Only these: a template the code fills in itself ("{shape}: {parts}.") would match
+    about any message."""
+    path = LOCALE_DIR / lang / MESSAGES
+    if not path.exists():
+        return []
+    with path.open("rb") as f:
+        entries = tomllib.load(f)
     out = []
-    for key, value in catalogue(lang).items():
+    for key, value in entries.items():
         if "{" not in key:
             continue
         parts = re.split(r"\{(\w+)\}", key)
-        regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+?)" for i, p in enumerate(parts))
+        regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>[^\\s,;()]+?)" if p in NUMBER_FIELDS else
+                        f"(?P<{p}>.+?)" for i, p in enumerate(parts))
         try:
             out.append((re.compile(regex + r"\Z", re.S), value, len("".join(parts[::2]))))
         except re.error:           # a field named twice: usable by tr(), not as a pattern

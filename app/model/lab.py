@@ -34,6 +34,7 @@ from samplers.targets.potential import PotentialError
 
 from .config import LabConfig
 from .design import DESIGN, checked, current, key_of, uses_design
+from .i18n import DEFAULT_LANG, tr, tr_message
 from .live_run import _MASS_CACHE, LiveRun
 from .presets import MAX_RECIPE_DIM, TYPED, load_potential
 from .reasons import Block, BlockKind, Notice, NoticeKind, one_line
@@ -108,15 +109,24 @@ class Side:
     @property
     def title(self) -> str:
         """The sampler's title, saying what an edit changed and whether that left it naive."""
+        return self.title_in(DEFAULT_LANG)
+
+    def title_in(self, lang: str) -> str:
+        """The title in the language (the sampler's name and the words of the edit through the catalogue)."""
         title = self.sampler.spec.title
         if self.recipe is None or self.base_recipe is None or self.recipe is self.base_recipe:
-            return title
-        changes = [f"{TERM_WORD.get(t, t)} restored" for t in sorted(self.base_recipe.drop - self.recipe.drop)]
-        changes += [f"without {TERM_WORD.get(t, t)}" for t in sorted(self.recipe.drop - self.base_recipe.drop)]
+            return tr_message(title, lang)
+        word = {t: tr(w, lang) for t, w in TERM_WORD.items()}
+        changes = [tr("{term} restored", lang, term=word.get(t, t))
+                   for t in sorted(self.base_recipe.drop - self.recipe.drop)]
+        changes += [tr("without {term}", lang, term=word.get(t, t))
+                    for t in sorted(self.recipe.drop - self.base_recipe.drop)]
         if self.edited_cells:
-            changes.append("D, Q edited")
+            changes.append(tr("D, Q edited", lang))
         stem = title[len("naive "):] if title.startswith("naive ") else title
-        return f"{'' if self.exact else 'naive '}{stem} ({', '.join(changes)})"
+        stem = tr_message(stem, lang)
+        return tr("{name} ({changes})", lang, name=stem if self.exact else tr("naive {name}", lang, name=stem),
+                  changes=tr(", ", lang).join(changes))
 
 
 @dataclasses.dataclass

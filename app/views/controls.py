@@ -21,6 +21,7 @@ from samplers.targets.presets import parse_box
 
 from ..model.config import refusal
 from ..model.design import DESIGN
+from ..model.i18n import DEFAULT_LANG, LANGS, N_, tr, tr_message
 from ..model.lab import FRAME_BUDGET_S, Lab
 from ..model.modelupload import read_model_upload
 from ..model.presets import (
@@ -35,7 +36,8 @@ from ..model.presets import (
 )
 from ..model.runner import Failure
 
-TYPED_OPTION = "type U(x) or U(x, y)…"
+TYPED_OPTION = N_("type U(x) or U(x, y)…")
+LANG = param.Selector(objects=list(LANGS), default=DEFAULT_LANG)   # each control's language (LabView sets it)
 MORE = ("beta", "eps_b", "eps_c")     # ParamFields shows these on request
 # the target's and the sampler's pickers head their sections: their labels are the headings (a heading of its
 # own would be one more pane, each a cost at every page open)
@@ -62,14 +64,25 @@ class SettingFields:
     shows in `message` and the field goes back to the value in use, so the screen never shows a value that does not
     run. A change of a setting from elsewhere (a link) shows in its field."""
 
-    def __init__(self, cfg, css_class: str):
-        self.cfg = cfg
+    def __init__(self, cfg, css_class: str, lang: str = DEFAULT_LANG):
+        self.cfg, self.lang = cfg, lang
         self.message = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=[css_class], margin=(0, 10))
         self._showing = False       # a field is being set to the value in use: not an edit
+        self._fields = {}
+        self._why = ""
+
+    def relabel(self, lang: str) -> None:
+        """The fields' labels (the settings' declared labels, through the catalogue) and the message."""
+        self.lang = lang
+        for name, widget in self._fields.items():
+            widget.name = tr(self.cfg.param[name].label, lang)
+        self.message.object = error_html(tr_message(self._why, lang))
 
     def field(self, widget_type, name: str, **options):
         options["stylesheets"] = [*options.get("stylesheets", []), NO_SPIN]
-        widget = widget_type(name=self.cfg.param[name].label, value=getattr(self.cfg, name), **options)
+        widget = widget_type(name=tr(self.cfg.param[name].label, self.lang), value=getattr(self.cfg, name),
+                             **options)
+        self._fields[name] = widget
         widget.param.watch(lambda event: self.typed(widget, name, event.new), "value")
         self.cfg.param.watch(lambda event: self.show(widget, event.new), name)
         return widget
@@ -79,7 +92,8 @@ class SettingFields:
         if self._showing:
             return False
         why = refusal(self.cfg, name, value)
-        self.message.object = error_html(why or "")
+        self._why = why or ""
+        self.message.object = error_html(tr_message(self._why, self.lang))
         if why:
             self.show(widget, getattr(self.cfg, name))
             return False
@@ -98,23 +112,28 @@ class PotentialPicker(Viewer):
     """A preset, or U typed into a field: the parser's message shows as one types, and a valid
     U becomes the target at once (an invalid one blocks the run)."""
 
+    lang = LANG
+
     def __init__(self, lab: Lab, **params):
         super().__init__(**params)
         self.lab, self.cfg = lab, lab.config
-        options = {name: name for name in potential_names()}
-        options[TYPED_OPTION] = TYPED
+        self._uploaded = {}         # an uploaded model's file name -> its target
+        self._upload_text = self._status = None
         typed = self.cfg.potential.startswith(TYPED)
-        self.select = pn.widgets.Select(name="Target", options=options, value=TYPED if typed else self.cfg.potential,
+        self.select = pn.widgets.Select(name=tr("Target", self.lang), options=self._options(),
+                                        value=TYPED if typed else self.cfg.potential,
                                         sizing_mode="stretch_width", stylesheets=[HEADING_LABEL])
         self.expr = self.status = None        # the field for a typed U: made when first asked for
-        self.info = pn.pane.HTML(pn.bind(self._info, lab.param.version), sizing_mode="stretch_width", margin=(0, 10))
+        self.info = pn.pane.HTML(pn.bind(self._info, lab.param.version, self.param.lang), sizing_mode="stretch_width",
+                                 margin=(0, 10))
         self.formula = pn.pane.LaTeX(pn.bind(self._formula, lab.param.version), renderer="katex",
                                      sizing_mode="stretch_width", margin=(0, 10),
                                      styles={"font-size": "0.9em", "overflow-x": "auto"})
         self._pending = None
         # a model file and its CSV (docs/models.md), built off the loop in the runner's sandbox
         # named: its label is what a screen reader announces (axe-core: a file field needs one)
-        self.upload = pn.widgets.FileInput(name="Your model: a YAML file and its CSV", accept=".yaml,.yml,.csv",
+        self.upload = pn.widgets.FileInput(name=tr("Your model: a YAML file and its CSV", self.lang),
+                                           accept=".yaml,.yml,.csv",
                                            multiple=True, sizing_mode="stretch_width", css_classes=["model-upload"])
         self.upload.param.watch(self._on_upload, "value")
         self.upload_status = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["model-upload-status"],
@@ -126,20 +145,55 @@ class PotentialPicker(Viewer):
             self._typed_field()
         self.select.param.watch(self._on_select, "value")
         self.cfg.param.watch(self._follow, "potential")
+        self.param.watch(self._words, "lang")
+
+    def _options(self) -> dict:
+        """The presets by name, the typed U, and the models uploaded in this session."""
+        options = {name: name for name in potential_names()}
+        options[tr(TYPED_OPTION, self.lang)] = TYPED
+        options.update({tr("uploaded: {name}", self.lang, name=name): spec for name, spec in self._uploaded.items()})
+        return options
+
+    def _words(self, *_) -> None:
+        lang = self.lang
+        self.select.param.update(name=tr("Target", lang), options=self._options())
+        self.upload.name = tr("Your model: a YAML file and its CSV", lang)
+        if self.expr is not None:
+            self.expr.param.update(name=tr("U(x) or U(x, y)", lang), placeholder=tr("e.g. x^4 - 2*x^2 + 0.3*x", lang))
+            self.box.param.update(name=tr("Box (lo,hi per coordinate)", lang),
+                                  placeholder=tr("fitted to the mass, e.g. -10,10,-8,8", lang))
+        if self._status is not None:
+            self._show_status(*self._status)
+        if self._upload_text is not None:
+            self._show_upload(*self._upload_text[:2], **self._upload_text[2])
+
+    def _show_status(self, kind: str, text: str) -> None:
+        """The typed U's status line: an error (the parser's words, through the catalogue) or ✓ valid."""
+        self._status = (kind, text)
+        if self.status is not None:
+            self.status.object = ("" if not text else error_html(tr_message(text, self.lang)) if kind == "error"
+                                  else ok_html(tr(text, self.lang)))
+
+    def _show_upload(self, kind: str, text: str, **fields) -> None:
+        self._upload_text = (kind, text, fields)
+        words = tr(text, self.lang, **fields) if fields else tr_message(text, self.lang)
+        self.upload_status.object = (error_html(words) if kind == "error" else ok_html(words) if kind == "ok"
+                                     else html.escape(words))
 
     def _typed_field(self):
         if self.expr is not None:
             self.expr.visible = self.box.visible = True
             return
         typed = self.cfg.potential.startswith(TYPED)
-        self.expr = pn.widgets.TextInput(name="U(x) or U(x, y)", placeholder="e.g. x^4 - 2*x^2 + 0.3*x",
+        self.expr = pn.widgets.TextInput(name=tr("U(x) or U(x, y)", self.lang),
+                                         placeholder=tr("e.g. x^4 - 2*x^2 + 0.3*x", self.lang),
                                          value=self.cfg.potential[len(TYPED):] if typed else "x^4 - 2*x^2",
                                          sizing_mode="stretch_width", css_classes=["expr-input"])
         self.status = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["expr-status"], margin=(0, 10))
         self.expr.param.watch(self._on_text, "value_input")
         # the box a typed target is drawn and scored on (a link's box=, the CLI's --box); empty: fitted to its mass
-        self.box = pn.widgets.TextInput(name="Box (lo,hi per coordinate)", value=self.cfg.box or "",
-                                        placeholder="fitted to the mass, e.g. -10,10,-8,8",
+        self.box = pn.widgets.TextInput(name=tr("Box (lo,hi per coordinate)", self.lang), value=self.cfg.box or "",
+                                        placeholder=tr("fitted to the mass, e.g. -10,10,-8,8", self.lang),
                                         sizing_mode="stretch_width", css_classes=["box-input"])
         self.box.param.watch(self._on_box, "value")
         self.layout[1:1] = [self.expr, self.status, self.box]
@@ -149,9 +203,9 @@ class PotentialPicker(Viewer):
         try:
             parse_box(text) if text else None
         except PotentialError as err:
-            self.status.object = error_html(f"Box: {err} (not applied)")
+            self._show_status("error", f"Box: {err} (not applied)")
             return
-        self.status.object = ""
+        self._show_status("error", "")
         self.cfg.box = text or None
 
     def _on_select(self, event):
@@ -161,7 +215,7 @@ class PotentialPicker(Viewer):
         else:
             if self.expr is not None:
                 self.expr.visible = self.box.visible = False
-                self.status.object = ""
+                self._show_status("error", "")
             self.lab.block("potential", None)
             self.cfg.param.update(potential=event.new, box=None)   # a typed target's box is not a preset's
 
@@ -171,15 +225,16 @@ class PotentialPicker(Viewer):
         names = self.upload.filename or []
         files = dict(zip(names if isinstance(names, list) else [names],
                          event.new if isinstance(event.new, list) else [event.new]))
-        self.upload_status.object = "building the model…"
+        self._show_upload("", N_("building the model…"))
 
         def done(out):
             if isinstance(out, Failure):
-                self.upload_status.object = error_html(out.message)
+                self._show_upload("error", out.message)
                 return
             name = next(n for n in files if n.lower().endswith((".yaml", ".yml")))
-            self.upload_status.object = ok_html(f"✓ {name}")
-            self.select.options = {**self.select.options, f"uploaded: {name}": out}
+            self._show_upload("ok", N_("✓ {name}"), name=name)
+            self._uploaded[name] = out
+            self.select.options = self._options()
             self.cfg.potential = out
         self.lab.runner.run(partial(read_model_upload, files), done, tag="model upload")
 
@@ -191,9 +246,9 @@ class PotentialPicker(Viewer):
             text = text[len(TYPED):]
         def checked(reason):
             if reason is not None:
-                self.status.object = error_html(reason.detail)
+                self._show_status("error", reason.detail)
                 return
-            self.status.object = ok_html("✓ valid")
+            self._show_status("ok", N_("✓ valid"))
             self._apply_soon(TYPED + text.strip())
         self.lab.check_typed_potential(text, done=checked)
 
@@ -233,11 +288,12 @@ class PotentialPicker(Viewer):
         pot = self.lab.potential
         return f"${pot.formula}$" if pot is not None and pot.formula else ""
 
-    def _info(self, _version) -> str:
+    def _info(self, _version, lang=DEFAULT_LANG) -> str:
         pot = self.lab.potential
         if pot is None:
             return ""
-        return f"<div style='font-size:12px;color:#444'>{html.escape(pot.description)} (dimension {pot.dim})</div>"
+        text = tr("{description} (dimension {dim})", lang, description=tr_message(pot.description, lang), dim=pot.dim)
+        return f"<div style='font-size:12px;color:#444'>{html.escape(text)}</div>"
 
     def __panel__(self):
         return self.layout
@@ -255,6 +311,8 @@ class ParamFields(Viewer):
     elsewhere updates them all in one batch, so the check of an edit always sees a whole set of
     values (never one field new and the rest old) and finds nothing to apply."""
 
+    lang = LANG
+
     def __init__(self, lab: Lab, side: str = "A", **params):
         super().__init__(**params)
         self.lab, self.cfg, self.side = lab, lab.config, side
@@ -266,21 +324,40 @@ class ParamFields(Viewer):
         self.widgets: dict = {}
         # every sampler's temperature and step-size schedule: most runs keep their defaults, and their three
         # fields are a tenth of a page open's models. Shown on a click, or when set (by a link, say).
-        self.more = pn.widgets.Button(name="β and step-size schedule…", button_type="light", margin=(0, 10),
-                                      css_classes=[f"params-more-{side.lower()}"])
+        self.more = pn.widgets.Button(name=tr("β and step-size schedule…", self.lang), button_type="light",
+                                      margin=(0, 10), css_classes=[f"params-more-{side.lower()}"])
         self.more.on_click(self._show_more)
         self._more = False
         self._showing = False
+        self._why = ""
         self._build()
         self.cfg.param.watch(self._build, [self.sampler_key])
         self.cfg.param.watch(self._follow, [self.params_key])
+        self.param.watch(self._words, "lang")
+
+    def _words(self, *_) -> None:
+        self.more.name = tr("β and step-size schedule…", self.lang)
+        spec = REGISTRY.get(getattr(self.cfg, self.sampler_key))
+        for key, widget in self.widgets.items():
+            if getattr(widget, "description", None):
+                widget.description = tr_message(param_help(key, spec), self.lang)
+        self._show_error(self._why)
+
+    def _show_error(self, why: str) -> None:
+        self._why = why
+        if getattr(self.cfg, self.sampler_key) == DESIGN:
+            self.error.object = ("<div style='font-size:12px;color:#444'>" + tr(
+                "The design's step size and constants are set in the design editor (the card below the plots).",
+                self.lang) + "</div>")
+            return
+        self.error.object = error_html(tr("{reason} (not applied)", self.lang, reason=tr_message(why, self.lang))
+                                       if why else "")
 
     def _build(self, *_):
         name = getattr(self.cfg, self.sampler_key)
         if name == DESIGN:        # its step size and constants are the design's own, set in its editor
             self.widgets, self.grid.objects = {}, []
-            self.error.object = ("<div style='font-size:12px;color:#444'>The design's step size and constants are "
-                                 "set in the design editor (the card below the plots).</div>")
+            self._show_error("")
             return
         spec = REGISTRY[name]
         overrides = getattr(self.cfg, self.params_key)
@@ -295,7 +372,7 @@ class ParamFields(Viewer):
         self.values.param.watch(self._on_edit, list(shown))
         self.grid.objects = list(self.widgets.values())
         self.more.visible = not self._more
-        self.error.object = ""
+        self._show_error("")
 
     def _widget(self, key, spec):
         if isinstance(self.values.param[key], param.Selector):
@@ -306,7 +383,7 @@ class ParamFields(Viewer):
         tip = param_help(key, spec) if key in MORE or spec.declared[key].typed else None
         return pn.widgets.TextInput.from_param(self.values.param[key], name=key, sizing_mode="stretch_width",
                                                css_classes=[f"param-{self.side.lower()}-{key}"],
-                                               **({"description": tip} if tip else {}))
+                                               **({"description": tr_message(tip, self.lang)} if tip else {}))
 
     def _show_more(self, *_):
         if not self._more:
@@ -330,11 +407,11 @@ class ParamFields(Viewer):
             overrides[key] = text
         reason = validate_params(name, overrides)
         if reason:
-            self.error.object = error_html(f"{reason} (not applied)")
+            self._show_error(reason)
             # the fields show what runs (the message quotes what was typed); a typed G1 stays, to be corrected
             self._show(getattr(self.cfg, self.params_key), keep_typed=True)
             return
-        self.error.object = ""
+        self._show_error("")
         if overrides != getattr(self.cfg, self.params_key):
             setattr(self.cfg, self.params_key, overrides)
 
@@ -345,7 +422,7 @@ class ParamFields(Viewer):
         if any(key in event.new for key in MORE):
             self._show_more()
         self._show(event.new)
-        self.error.object = ""        # what the configuration holds was checked: no refusal stands beside it
+        self._show_error("")        # what the configuration holds was checked: no refusal stands beside it
 
     def _show(self, overrides: dict, keep_typed: bool = False):
         """The fields show these overrides (and the defaults), without taking that for an edit."""
@@ -363,35 +440,48 @@ class ParamFields(Viewer):
         return pn.Column(self.grid, self.more, self.error, sizing_mode="stretch_width")
 
 
-def describe_sampler(name: str) -> str:
+def describe_sampler(name: str, lang: str = DEFAULT_LANG) -> str:
     if name == DESIGN:
-        return ("<div style='font-size:12px;color:#444'>A sampler you write as (H, D, Q): its state, K, D and Q "
-                "are typed in the design editor below the plots.</div>")
+        return ("<div style='font-size:12px;color:#444'>" + tr(
+            "A sampler you write as (H, D, Q): its state, K, D and Q are typed in the design editor below the plots.",
+            lang) + "</div>")
     spec = REGISTRY[name]
-    params = "".join(f"<li>{html.escape(p.describe())}</li>" for p in spec.declared.values())
-    return (f"<details style='font-size:12px;color:#444'><summary>{html.escape(spec.source)}</summary>"
-            f"{html.escape(spec.doc)}<ul class='param-notes' style='margin:4px 0;padding-left:18px'>{params}</ul>"
-            f"</details>")
+    params = "".join(f"<li>{html.escape(tr_message(p.describe(), lang))}</li>" for p in spec.declared.values())
+    return (f"<details style='font-size:12px;color:#444'><summary>{html.escape(tr_message(spec.source, lang))}"
+            f"</summary>{html.escape(tr_message(spec.doc, lang))}"
+            f"<ul class='param-notes' style='margin:4px 0;padding-left:18px'>{params}</ul></details>")
 
 
 class SamplerPicker(Viewer):
     """The registry's samplers (new entries appear by themselves), with their parameters."""
 
+    lang = LANG
+
     def __init__(self, lab: Lab, side: str = "A", **params):
         super().__init__(**params)
         self.lab, self.cfg, self.side = lab, lab.config, side
         self.key = "sampler" if side == "A" else "sampler_b"
-        options = {sampler_label(n): n for n in samplers()}
-        options["Your design (H, D, Q)"] = DESIGN
-        self.select = pn.widgets.Select(name="Sampler" if side == "A" else "Sampler B", options=options,
-                                        value=getattr(self.cfg, self.key), sizing_mode="stretch_width",
-                                        css_classes=[f"sampler-select-{side.lower()}"], stylesheets=[HEADING_LABEL])
-        self.doc = pn.pane.HTML(pn.bind(describe_sampler, self.cfg.param[self.key]), sizing_mode="stretch_width",
-                                margin=(0, 10))
-        self.fields = ParamFields(lab, side)
+        self.select = pn.widgets.Select(options=self._options(), value=getattr(self.cfg, self.key),
+                                        sizing_mode="stretch_width", css_classes=[f"sampler-select-{side.lower()}"],
+                                        stylesheets=[HEADING_LABEL])
+        self.doc = pn.pane.HTML(pn.bind(describe_sampler, self.cfg.param[self.key], self.param.lang),
+                                sizing_mode="stretch_width", margin=(0, 10))
+        self.fields = ParamFields(lab, side, lang=self.lang)
+        self._words()
         # a new sampler A starts from its own recipe and parameters: one update of several settings
         self.select.param.watch(self._on_select, "value")
         self.cfg.param.watch(self._follow, [self.key])
+        self.param.watch(self._words, "lang")
+
+    def _options(self) -> dict:
+        options = {tr_message(sampler_label(n), self.lang): n for n in samplers()}
+        options[tr("Your design (H, D, Q)", self.lang)] = DESIGN
+        return options
+
+    def _words(self, *_) -> None:
+        self.select.param.update(name=tr("Sampler" if self.side == "A" else "Sampler B", self.lang),
+                                 options=self._options())
+        self.fields.lang = self.lang
 
     def _on_select(self, event):
         if getattr(self.cfg, self.key) == event.new:
@@ -411,24 +501,27 @@ class SamplerPicker(Viewer):
 class RunControls(Viewer):
     """Play, pause, single step, reset; speed, chains, seed, gradient noise, burn-in."""
 
+    lang = LANG
+
     def __init__(self, lab: Lab, **params):
         super().__init__(**params)
         self.lab, self.cfg = lab, lab.config
-        state = (lab.param.playing, lab.param.blocks, lab.param.version)
+        state = (lab.param.playing, lab.param.blocks, lab.param.version, self.param.lang)
         noise = (lab.param.version, self.cfg.param.batch)
         self.play = pn.widgets.Button(refs=pn.bind(self._play_state, *state), css_classes=["play-button"], width=90,
                                       stylesheets=[PLAY_CSS])
-        self.step = pn.widgets.Button(name="Step", button_type="default", css_classes=["step-button"], width=70,
-                                      disabled=pn.bind(lambda *_: not lab.can_run, *state))
-        self.reset = pn.widgets.Button(name="Reset", button_type="default", css_classes=["reset-button"], width=70)
+        self.step = pn.widgets.Button(name=tr("Step", self.lang), button_type="default", css_classes=["step-button"],
+                                      width=70, disabled=pn.bind(lambda *_: not lab.can_run, *state))
+        self.reset = pn.widgets.Button(name=tr("Reset", self.lang), button_type="default", css_classes=["reset-button"],
+                                       width=70)
         self.play.on_click(self._toggle)
         self.step.on_click(lambda e: lab.step(1))
         self.reset.on_click(lambda e: lab.reset())
         self._speed = None
-        self.limit = pn.pane.HTML(pn.bind(self._limit_text, lab.param.speed_limit), sizing_mode="stretch_width",
-                                  css_classes=["speed-limit"], margin=(0, 10))
+        self.limit = pn.pane.HTML(pn.bind(self._limit_text, lab.param.speed_limit, self.param.lang),
+                                  sizing_mode="stretch_width", css_classes=["speed-limit"], margin=(0, 10))
         # bounds are LabConfig's, checked by `settings`; the browser's own (start, end) would clamp without a word
-        self.settings = settings = SettingFields(self.cfg, "settings-error")
+        self.settings = settings = SettingFields(self.cfg, "settings-error", self.lang)
         # a number field, not a slider: the slider's handle has no accessible name (axe-core: aria-input-field-name)
         self.speed_field = settings.field(pn.widgets.IntInput, "speed", sizing_mode="stretch_width",
                                           css_classes=["speed-input"])
@@ -445,33 +538,52 @@ class RunControls(Viewer):
                                                   sizing_mode="stretch_width", css_classes=["start-select"])
         self.dtype = pn.widgets.Select.from_param(self.cfg.param.dtype, sizing_mode="stretch_width",
                                                   css_classes=["dtype-select"])
-        self.noise = pn.widgets.RadioButtonGroup(options=["simulated noise V", "real minibatches"],
-                                                 value="real minibatches" if self.cfg.batch else "simulated noise V",
+        self.noise = pn.widgets.RadioButtonGroup(options={"simulated noise V": "simulated",
+                                                          "real minibatches": "minibatches"},
+                                                 value="minibatches" if self.cfg.batch else "simulated",
                                                  sizing_mode="stretch_width",
                                                  visible=pn.bind(self._data, lab.param.version))
         self.batch = pn.widgets.IntInput(name=self.cfg.param.batch.label, value=self.cfg.batch or 10,
                                          sizing_mode="stretch_width", visible=pn.bind(self._minibatch, *noise),
                                          css_classes=["batch-input"], stylesheets=[NO_SPIN])
         pn.bind(self._on_noise, self.noise, self.batch, watch=True)
+        self._words()
+        self.param.watch(self._words, "lang")
+
+    def _words(self, *_) -> None:
+        lang = self.lang
+        self.step.name, self.reset.name = tr("Step", lang), tr("Reset", lang)
+        self.settings.relabel(lang)
+        self.start.param.update(name=tr("Chains start", lang), options={
+            tr("near the start point", lang): "near", tr("at exact draws of the target", lang): "exact"})
+        self.dtype.param.update(name=tr(self.cfg.param.dtype.label, lang),
+                                description=tr_message(self.cfg.param.dtype.doc, lang))
+        self.start.description = tr_message(self.cfg.param.start.doc, lang)
+        self.noise.options = {tr("simulated noise V", lang): "simulated", tr("real minibatches", lang): "minibatches"}
+        self.batch.name = tr(self.cfg.param.batch.label, lang)
+        if self._speed is not None:
+            self._speed.name = tr("Speed (steps per frame)", lang)
 
     @property
     def speed(self):
         """The speed as a slider (a lesson's demo shows it; the lab shows `speed_field`)."""
         if self._speed is None:
-            self._speed = pn.widgets.IntSlider.from_param(self.cfg.param.speed, name="Speed (steps per frame)",
+            self._speed = pn.widgets.IntSlider.from_param(self.cfg.param.speed,
+                                                          name=tr("Speed (steps per frame)", self.lang),
                                                           start=1, end=200, sizing_mode="stretch_width")
         return self._speed
 
     def _play_state(self, playing, *_) -> dict:
-        return dict(name="Pause" if playing else "Play", button_type="warning" if playing else "success",
+        return dict(name=tr("Pause" if playing else "Play", self.lang), button_type="warning" if playing else "success",
                     disabled=not playing and not self.lab.can_run)
 
     @staticmethod
-    def _limit_text(limit) -> str:
+    def _limit_text(limit, lang=DEFAULT_LANG) -> str:
         if limit is None:
             return ""
-        return (f"<div style='font-size:12px;color:#664d03'>running at most {max(1, limit)} steps per frame: one "
-                f"session may use {FRAME_BUDGET_S * 1e3:.0f} ms of the server per frame (fewer chains go faster)</div>")
+        return ("<div style='font-size:12px;color:#664d03'>" + tr(
+            "running at most {steps} steps per frame: one session may use {ms} ms of the server per frame (fewer "
+            "chains go faster)", lang, steps=max(1, limit), ms=f"{FRAME_BUDGET_S * 1e3:.0f}") + "</div>")
 
     def _data(self, *_) -> bool:
         return self.lab.potential is not None and self.lab.potential.data is not None
@@ -486,7 +598,7 @@ class RunControls(Viewer):
             self.lab.play()
 
     def _on_noise(self, noise, batch):
-        if noise != "real minibatches":
+        if noise != "minibatches":
             self.cfg.batch = None
         elif batch is None:      # an emptied field (None is the simulated noise): it shows the size in use
             self.settings.show(self.batch, self.cfg.batch or 10)
@@ -505,16 +617,17 @@ class RunControls(Viewer):
 class CompareControls(Viewer):
     """Side-by-side mode: two samplers on the same potential, seed and gradient noise."""
 
+    lang = LANG
+
     def __init__(self, lab: Lab, **params):
         super().__init__(**params)
         self.lab, self.cfg = lab, lab.config
         self.pairs = {p.key: p for p in compare_pairs()}
         self.toggle = pn.widgets.Switch.from_param(self.cfg.param.compare, name="Compare",
                                                    css_classes=["compare-switch"])
-        options = {"choose a pair…": ""}
-        options.update({p.label: p.key for p in self.pairs.values()})
-        self.pair = pn.widgets.Select(name="Preset pair", options=options, value="", sizing_mode="stretch_width",
+        self.pair = pn.widgets.Select(options=self._options(), value="", sizing_mode="stretch_width",
                                       css_classes=["pair-select"])
+        self.heading = pn.pane.HTML("", margin=(8, 10))
         pn.bind(self._on_pair, self.pair, watch=True)
         self._follow_pair()
         self.cfg.param.watch(self._follow_pair, ["compare", "sampler", "sampler_b", "params", "params_b", "potential",
@@ -524,10 +637,24 @@ class CompareControls(Viewer):
         self.body = pn.Column(visible=self.cfg.param.compare, sizing_mode="stretch_width")
         self._show_b()
         self.cfg.param.watch(self._show_b, "compare")
+        self._words()
+        self.param.watch(self._words, "lang")
+
+    def _options(self) -> dict:
+        options = {tr("choose a pair…", self.lang): ""}
+        options.update({tr_message(p.label, self.lang): p.key for p in self.pairs.values()})
+        return options
+
+    def _words(self, *_) -> None:
+        self.pair.param.update(name=tr("Preset pair", self.lang), options=self._options())
+        self.toggle.name = tr("Compare", self.lang)
+        self.heading.object = f"<b>{tr('Compare two samplers', self.lang)}</b>"
+        if self.picker_b is not None:
+            self.picker_b.lang = self.lang
 
     def _show_b(self, *_):
         if self.picker_b is None and self.cfg.compare:
-            self.picker_b = SamplerPicker(self.lab, "B")
+            self.picker_b = SamplerPicker(self.lab, "B", lang=self.lang)
             self.body.objects = [self.picker_b]
 
     def _matches(self, pair) -> bool:
@@ -559,5 +686,5 @@ class CompareControls(Viewer):
 
     def __panel__(self):
         # the preset pair's picker heads the plots (LabView's bar)
-        return pn.Column(pn.Row(pn.pane.HTML("<b>Compare two samplers</b>", margin=(8, 10)), self.toggle),
+        return pn.Column(pn.Row(self.heading, self.toggle),
                          self.body, sizing_mode="stretch_width")

@@ -18,7 +18,7 @@ from panel.viewable import Viewer
 
 from ..model.design import DESIGN, uses_design
 from ..model.exports import csv_tables, file_name, npz_arrays, write_csv, write_npz
-from ..model.i18n import DEFAULT_LANG, LANGS
+from ..model.i18n import DEFAULT_LANG, LANGS, tr, tr_message
 from ..model.lab import RESIDUAL_OK, Lab
 from ..model.presets import differences
 from ..model.urlstate import to_query
@@ -63,9 +63,17 @@ SUMMARY_CSS = """
 :host(.present) .ab-ratio, :host(.present) .badge, :host(.present) .ab-accuracy,
 :host(.present) .ab-same, :host(.present) .ab-say { font-size: 20px; }
 """
-BUILDING_HTML = "<div class='lab-building' style='font-size:15px;color:#555'>building the run…</div>"
-KL_LATER_HTML = ("<div class='kl-later' style='font-size:12px;color:#555'>The KL to the exact density, step by "
-                 "step, is drawn here once the run steps.</div>")
+BUILDING_HTML = "<div class='lab-building' style='font-size:15px;color:#555'>{}</div>"
+KL_LATER_HTML = "<div class='kl-later' style='font-size:12px;color:#555'>{}</div>"
+
+
+def building_html(lang: str = DEFAULT_LANG) -> str:
+    return BUILDING_HTML.format(tr("building the run…", lang))
+
+
+def kl_later_html(lang: str = DEFAULT_LANG) -> str:
+    return KL_LATER_HTML.format(tr("The KL to the exact density, step by step, is drawn here once the run steps.",
+                                   lang))
 TEXT_EVERY_S = 0.5     # the metrics numbers refresh twice a second (see RunPlots.update)
 
 
@@ -80,16 +88,17 @@ def alert_html(text: str, level: str) -> str:
             f"white-space:pre-wrap;overflow-wrap:anywhere'>{text}</div>")
 
 
-def notice_alert(notice) -> dict:
-    """The message box's parameters for the lab's notice (None: hidden)."""
+def notice_alert(notice, lang: str = DEFAULT_LANG) -> dict:
+    """The message box's parameters for the lab's notice (None: hidden); the model words it in English, the
+    catalogue's templates in the language."""
     if notice is None:
         return dict(object="", visible=False)
-    return dict(object=alert_html(html.escape(notice.message), notice.level), visible=True)
+    return dict(object=alert_html(html.escape(tr_message(notice.message, lang)), notice.level), visible=True)
 
 
-def blocks_alert(blocks: dict) -> dict:
+def blocks_alert(blocks: dict, lang: str = DEFAULT_LANG) -> dict:
     """The blocked box's parameters: every reason the run cannot start, one per line."""
-    text = "<br>".join(html.escape(b.message) for b in blocks.values())
+    text = "<br>".join(html.escape(tr_message(b.message, lang)) for b in blocks.values())
     return dict(object=alert_html(text, "danger") if blocks else "", visible=bool(blocks))
 
 
@@ -107,83 +116,90 @@ def times(r: float) -> str:
     return f"{r:,.0f}×" if r >= 10 else f"{r:.2g}×"
 
 
-def recipe_badge(side) -> str:
+def recipe_badge(side, lang: str = DEFAULT_LANG) -> str:
     if side.exact:
-        return ("<span class='badge verdict ok' style='color:#1b5e20' title='the recipe leaves exp(−H) stationary "
-                "(its Fokker–Planck residual vanishes): the continuous dynamics are exact; how accurate a run is at "
-                "this ε is measured separately'>✓ stationary recipe</span>")
-    return ("<span class='badge verdict bad' style='color:#b00020' title='exp(−H) is not stationary under these "
-            "dynamics: however small ε, the samples settle on another law'>✗ not stationary</span>")
+        tip = tr("the recipe leaves exp(−H) stationary (its Fokker–Planck residual vanishes): the continuous "
+                 "dynamics are exact; how accurate a run is at this ε is measured separately", lang)
+        return (f"<span class='badge verdict ok' style='color:#1b5e20' title='{html.escape(tip, quote=True)}'>"
+                f"{tr('✓ stationary recipe', lang)}</span>")
+    tip = tr("exp(−H) is not stationary under these dynamics: however small ε, the samples settle on another law",
+             lang)
+    return (f"<span class='badge verdict bad' style='color:#b00020' title='{html.escape(tip, quote=True)}'>"
+            f"{tr('✗ not stationary', lang)}</span>")
 
 
-def accuracy(m: dict) -> tuple[str, str]:
+def accuracy(m: dict, lang: str = DEFAULT_LANG) -> tuple[str, str]:
     """(class, words) for the accuracy of this run at this ε: KL against its noise floor."""
     kl, floor = m.get("kl"), m.get("floor")
     if not m.get("accumulating"):
-        return "pending", "accuracy at this ε: scored once the histogram accumulates (after burn-in)"
+        return "pending", tr("accuracy at this ε: scored once the histogram accumulates (after burn-in)", lang)
     if kl is None or floor is None or not (np.isfinite(kl) and np.isfinite(floor)) or floor <= 0:
-        return "pending", "accuracy at this ε: not decidable yet (too few effective samples)"
+        return "pending", tr("accuracy at this ε: not decidable yet (too few effective samples)", lang)
     r = kl / floor
     if r <= AT_FLOOR:
-        return "ok", f"✓ accurate at this ε: KL at its noise floor ({floor:.2g})"
+        return "ok", tr("✓ accurate at this ε: KL at its noise floor ({floor})", lang, floor=f"{floor:.2g}")
     if r >= ABOVE_FLOOR:
-        return "bad", f"✗ biased at this ε: KL {times(r)} its noise floor ({floor:.2g})"
-    return "pending", f"? not decidable yet: KL {times(r)} its noise floor ({floor:.2g})"
+        return "bad", tr("✗ biased at this ε: KL {ratio} its noise floor ({floor})", lang, ratio=times(r),
+                         floor=f"{floor:.2g}")
+    return "pending", tr("? not decidable yet: KL {ratio} its noise floor ({floor})", lang, ratio=times(r),
+                         floor=f"{floor:.2g}")
 
 
 ACCURACY_COLOR = {"ok": "#1b5e20", "bad": "#b00020", "pending": "#555"}
 
 
-def same_and_different(sides) -> str:
+def same_and_different(sides, lang: str = DEFAULT_LANG) -> str:
     """What the two sides share and what besides the recipe sets them apart, in words."""
     shared, differ = differences(sides)
     if len(sides) != 2:
         return ""
     name = {"eps": "ε"}
     same = ", ".join(f"{name.get(k, k)} = {html.escape(v)}" for k, v in shared.items() if k in ("eps", "h", "M", "C"))
-    out = f"Same target, V, chains and seed{'; ' + same if same else ''}."
+    out = (tr("Same target, V, chains and seed; {same}.", lang, same=same) if same
+           else tr("Same target, V, chains and seed.", lang))
     if differ:
-        out += " Differs: " + "; ".join(f"{name.get(k, k)} (A {html.escape(a)}, B {html.escape(b)})"
-                                        for k, (a, b) in differ.items())
+        out += tr(" Differs: ", lang) + "; ".join(f"{name.get(k, k)} (A {html.escape(a)}, B {html.escape(b)})"
+                                                  for k, (a, b) in differ.items())
     return f"<div class='ab-same'>{out}</div>"
 
 
 SPREAD_SAYS = 0.03    # a histogram 3 % wider or narrower than the exact density is said to be (ESS ~5000: sd ±1 %)
 
 
-def describe_run(side, m: dict, other: dict | None) -> str:
+def describe_run(side, m: dict, other: dict | None, lang: str = DEFAULT_LANG) -> str:
     """The text alternative of a side's histogram: one sentence, with the numbers a reader sees."""
     kl, spread = m.get("kl"), m.get("spread")
-    who = f"{side.label}'s histogram"
+    who = side.label
     if spread is None or not np.isfinite(spread):
-        shape = f"{who} is drawn against the exact density"
+        shape = tr("{who}'s histogram is drawn against the exact density", lang, who=who)
     elif spread > 1 + SPREAD_SAYS:
-        shape = f"{who} is wider than the exact density"
+        shape = tr("{who}'s histogram is wider than the exact density", lang, who=who)
     elif spread < 1 - SPREAD_SAYS:
-        shape = f"{who} is narrower than the exact density"
+        shape = tr("{who}'s histogram is narrower than the exact density", lang, who=who)
     else:
-        shape = f"{who} is as wide as the exact density"
+        shape = tr("{who}'s histogram is as wide as the exact density", lang, who=who)
     parts = [f"KL {fmt(kl, 2)}"]
     okb = other or {}
     if other is not None and kl and okb.get("kl") and m.get("accumulating") and okb.get("accumulating"):
-        r, whose = kl / okb["kl"], f"{'B' if side.label == 'A' else 'A'}'s"
-        parts.append(f"{times(r)} {whose}" if r >= 1 else f"{times(1 / r)} below {whose}")
+        r, whose = kl / okb["kl"], "B" if side.label == "A" else "A"
+        parts.append(tr("{ratio} {whose}'s", lang, ratio=times(r), whose=whose) if r >= 1 else
+                     tr("{ratio} below {whose}'s", lang, ratio=times(1 / r), whose=whose))
     cls, words = accuracy(m)
     if cls != "pending":
-        parts.append("at its noise floor" if cls == "ok" else "above its noise floor")
-    return f"{shape}: {', '.join(parts)}."
+        parts.append(tr("at its noise floor" if cls == "ok" else "above its noise floor", lang))
+    return tr("{shape}: {parts}.", lang, shape=shape, parts=tr(", ", lang).join(parts))
 
 
-def described(sides, metrics) -> str:
+def described(sides, metrics, lang: str = DEFAULT_LANG) -> str:
     """The text alternative of the live plots (an aria-live region): a sentence per side."""
     if not sides:
         return ""
     others = [metrics[1 - i] if len(metrics) == 2 else None for i in range(len(metrics))]
-    text = " ".join(describe_run(s, m, o) for s, m, o in zip(sides, metrics, others))
+    text = tr(" ", lang).join(describe_run(s, m, o, lang) for s, m, o in zip(sides, metrics, others))
     return f"<div class='ab-say' data-describe='plots'>{html.escape(text)}</div>"
 
 
-def summary_html(sides, metrics) -> str:
+def summary_html(sides, metrics, lang: str = DEFAULT_LANG) -> str:
     """A against B in large type, first on the screen: KL and TV to the exact density, whether the recipe leaves
     the target stationary (✓/✗, from the Fokker–Planck residual where there is one), and, once the histograms
     accumulate, whether the run is accurate at this ε (KL against its noise floor)."""
@@ -192,26 +208,28 @@ def summary_html(sides, metrics) -> str:
         label = side.label.lower()
         color = RUN_COLORS.get(side.label, "#1f77b4")
         kl, tv = m.get("kl"), m.get("tv")
-        cls, words = accuracy(m)
+        cls, words = accuracy(m, lang)
         blocks.append(
             f"<div class='ab-side' style='border-left:6px {'solid' if side.label == 'A' else 'dashed'} {color};"
             f"padding:2px 10px;flex:1 1 240px;min-width:0'>"
             f"<div class='ab-title'><span aria-hidden='true' style='color:{color}'>{RUN_MARKS.get(side.label, '')}"
-            f"</span> {html.escape(side.label)}: {html.escape(side.title)} &nbsp;{recipe_badge(side)}</div>"
+            f"</span> {html.escape(side.label)}: {html.escape(side.title_in(lang))} &nbsp;{recipe_badge(side, lang)}"
+            "</div>"
             f"<div class='ab-numbers'>KL <b data-summary='kl-{label}'>{fmt(kl)}</b> &nbsp; "
             f"TV <b data-summary='tv-{label}'>{fmt(tv)}</b></div>"
             f"<div class='ab-accuracy accuracy-{cls}' data-summary='accuracy-{label}' "
             f"style='color:{ACCURACY_COLOR[cls]}'>{html.escape(words)}</div></div>")
     if metrics and not all(m.get("accumulating") for m in metrics):
         # before burn-in the numbers score the ensemble as it is now: a ratio would mean nothing yet
-        blocks.append("<div class='ab-ratio' style='align-self:center;color:#555'>the ensemble now; the histograms "
-                      "accumulate after burn-in</div>")
+        blocks.append("<div class='ab-ratio' style='align-self:center;color:#555'>" +
+                      tr("the ensemble now; the histograms accumulate after burn-in", lang) + "</div>")
     elif len(metrics) == 2 and all(m.get("kl") for m in metrics) and min(m["kl"] for m in metrics) > 0:
         a, b = metrics[0]["kl"], metrics[1]["kl"]
-        ratio = f"KL of A is {times(a / b)} that of B" if a >= b else f"KL of B is {times(b / a)} that of A"
+        ratio = (tr("KL of A is {ratio} that of B", lang, ratio=times(a / b)) if a >= b else
+                 tr("KL of B is {ratio} that of A", lang, ratio=times(b / a)))
         blocks.append(f"<div class='ab-ratio' style='align-self:center;color:#444'>{ratio}</div>")
     return (f"<div class='ab-row' style='display:flex;flex-wrap:wrap;gap:6px 16px'>{''.join(blocks)}</div>"
-            f"{same_and_different(sides)}")
+            f"{same_and_different(sides, lang)}")
 
 
 class LabView(Viewer):
@@ -234,10 +252,12 @@ class LabView(Viewer):
         self.loop = FrameLoop(self._frame, active=lambda: self.lab.playing, ready=self._ready,
                               on_error=lab.failed)
 
-        self.alert = pn.pane.HTML(refs=pn.bind(notice_alert, lab.param.notice), sizing_mode="stretch_width",
-                                  css_classes=["lab-message"], margin=(5, 10), disable_math=True)
-        self.block_alert = pn.pane.HTML(refs=pn.bind(blocks_alert, lab.param.blocks), sizing_mode="stretch_width",
-                                        css_classes=["lab-blocked"], margin=(5, 10), disable_math=True)
+        self.alert = pn.pane.HTML(refs=pn.bind(notice_alert, lab.param.notice, self.param.lang),
+                                  sizing_mode="stretch_width", css_classes=["lab-message"], margin=(5, 10),
+                                  disable_math=True)
+        self.block_alert = pn.pane.HTML(refs=pn.bind(blocks_alert, lab.param.blocks, self.param.lang),
+                                        sizing_mode="stretch_width", css_classes=["lab-blocked"], margin=(5, 10),
+                                        disable_math=True)
         self.summary = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["ab-summary"], margin=(2, 10),
                                     disable_math=True, stylesheets=[SUMMARY_CSS])
         # the plots' text alternative, updated with the run (an aria-live region: read out as it changes)
@@ -259,18 +279,65 @@ class LabView(Viewer):
         # a first build that ends without runs (a sampler refusing the target) bumps no version: the summary
         # hears of it here, or it would say "building the run…" beside the error for good
         lab.param.watch(lambda e: self._on_building(), "building")
+        self.param.watch(lambda e: self.loop.with_lock(self._on_lang), "lang")
         self._rebuild_plots()
+
+    def _on_lang(self) -> None:
+        """Every text in the new language: the runs, the figures and their data stay as they are."""
+        lang = self.lang
+        for child in self._worded():
+            child.lang = lang
+        for p in self.plots:
+            p.relabel(lang)
+        if self.kl is not None:
+            self.kl.relabel(lang, [p.title for p in self.plots])
+        elif self.plots:
+            self.kl_area.objects = [pn.pane.HTML(kl_later_html(lang), margin=(0, 10))]
+        if not self.compact:
+            self._words()
+        self._on_building()
+        if self.plots:
+            for p, side in zip(self.plots, self.lab.sides):
+                p.show_metrics(p.last_metrics | self._extra(side))
+            ms = [p.last_metrics for p in self.plots]
+            self.summary.object = summary_html(self.lab.sides, ms, lang)
+            self._describe(ms)
+
+    def _worded(self) -> list:
+        """The parts of the page with texts of their own (each has a `lang`)."""
+        if self.compact:
+            return []
+        parts = [*self.controls_parts, self.ladder, self.editor, self.residual_map, self.designer]
+        if self.compare_controls.picker_b is not None:
+            parts.append(self.compare_controls.picker_b)
+        return [p for p in parts if p is not None]
+
+    def _words(self) -> None:
+        """The full page's own texts in the language."""
+        lang = self.lang
+        self.design_button.name = tr("✎ Design your own sampler (H, D, Q)", lang)
+        self.csv.label, self.npz.label = tr("Samples (CSV)", lang), tr("Samples (NPZ)", lang)
+        self.run_heading.object = f"<b>{tr('Run', lang)}</b>"
+        self.export_heading.object = (
+            f"<b>{tr('Export', lang)}</b> <span style='font-size:12px;color:#555'>" + tr(
+                "(every chain's states since burn-in, evenly thinned to at most 200 000 rows per sampler, or the "
+                "current state before burn-in ends; plots: the save tool of each plot gives a PNG; the URL holds "
+                "the whole configuration)", lang) + "</span>")
+        self.toggle.description = tr("show or hide the controls", lang)
+        self.show_controls(self.controls.visible)
+        self.ladder_card.title = tr("Bias against step size: does the error vanish as ε → 0?", lang)
+        self.recipe_card.title = self._card_title()
 
     def _describe(self, metrics) -> None:
         """The sentence changes only when its (rounded) words do: a screen reader reads each change."""
-        text = described(self.lab.sides, metrics)
+        text = described(self.lab.sides, metrics, self.lang)
         html_ = f"<div role='status' aria-live='polite'>{text}</div>" if text else ""
         if self.say.object != html_:
             self.say.object = html_
 
     def _on_building(self) -> None:
         if not self.lab.sides:
-            self.summary.object = BUILDING_HTML if self.lab.building else ""
+            self.summary.object = building_html(self.lang) if self.lab.building else ""
 
     def _build_page(self):
         """The controls, downloads and recipe editor around the plots (the full lab page)."""
@@ -283,16 +350,18 @@ class LabView(Viewer):
                                            css_classes=["csv-download"], **button)
         self.npz = pn.widgets.FileDownload(callback=self._npz, filename="samples.npz", label="Samples (NPZ)",
                                            css_classes=["npz-download"], **button)
-        self.run_controls = run = RunControls(lab)
-        self.compare_controls = compare = CompareControls(lab)
+        lang = self.lang
+        self.run_controls = run = RunControls(lab, lang=lang)
+        self.compare_controls = compare = CompareControls(lab, lang=lang)
+        picker, sampler = PotentialPicker(lab, lang=lang), SamplerPicker(lab, "A", lang=lang)
+        self.controls_parts = [picker, sampler, run, compare]
+        self.run_heading = pn.pane.HTML("", margin=(5, 10))
+        self.export_heading = pn.pane.HTML("", margin=(5, 10))
         self.controls = pn.Column(
-            PotentialPicker(lab), SamplerPicker(lab, "A"), self.design_button,
-            pn.pane.HTML("<b>Run</b>", margin=(5, 10)), run,
+            picker, sampler, self.design_button,
+            self.run_heading, run,
             compare,
-            pn.pane.HTML("<b>Export</b> <span style='font-size:12px;color:#555'>(every chain's states since "
-                         "burn-in, evenly thinned to at most 200 000 rows per sampler, or the current state before "
-                         "burn-in ends; plots: the save tool of each plot gives a PNG; the URL holds the whole "
-                         "configuration)</span>", margin=(5, 10)),
+            self.export_heading,
             pn.Row(self.csv, self.npz, sizing_mode="stretch_width"),
             width=300, css_classes=["lab-controls"], styles={"flex": "0 0 300px"}, margin=(0, 5))
         # on a wide screen the controls may fold away for the plots' sake (below 1000 px they follow the plots
@@ -320,10 +389,11 @@ class LabView(Viewer):
         self.recipe_card.param.watch(self._open_recipe, "collapsed")
         self.cfg.param.watch(self._on_mode, ["sampler", "sampler_b", "compare"])
         self.main.append(self.recipe_card)
+        self._words()
 
     def _open_ladder(self, event) -> None:
         if not event.new and self.ladder is None:
-            self.ladder = LadderView(self.lab)
+            self.ladder = LadderView(self.lab, lang=self.lang)
             self.ladder_card.objects = [self.ladder]
 
     @property
@@ -336,10 +406,10 @@ class LabView(Viewer):
 
     def _card_title(self) -> str:
         if uses_design(self.cfg):
-            return ("Design your own sampler: the state, K, D and Q, with Γ, the SDE, the update and where the "
-                    "dynamics break stationarity")
-        return ("Recipe (H, D, Q) of sampler A — edit D and Q, switch to the naive form, and see where the "
-                "dynamics break stationarity")
+            return tr("Design your own sampler: the state, K, D and Q, with Γ, the SDE, the update and where the "
+                      "dynamics break stationarity", self.lang)
+        return tr("Recipe (H, D, Q) of sampler A — edit D and Q, switch to the naive form, and see where the "
+                  "dynamics break stationarity", self.lang)
 
     def _open_design(self, _event) -> None:
         if not uses_design(self.cfg):
@@ -355,7 +425,7 @@ class LabView(Viewer):
     def _show_editor(self) -> None:
         designing = uses_design(self.cfg)
         if designing and self.designer is None:
-            self.designer = DesignEditor(self.lab)
+            self.designer = DesignEditor(self.lab, lang=self.lang)
         self.editor_column.objects = [self.designer if designing else self.editor]
 
     def _map_side(self, lab):
@@ -381,8 +451,9 @@ class LabView(Viewer):
         self._recipe_waits = False
         if self.editor is not None or (not self.lab.runs and not uses_design(self.cfg)):
             return
-        self.editor = RecipeEditor(self.lab)
-        self.residual_map = ResidualMapView(self.lab, schedule=self.loop.with_lock, pick=self._map_side)
+        self.editor = RecipeEditor(self.lab, lang=self.lang)
+        self.residual_map = ResidualMapView(self.lab, schedule=self.loop.with_lock, pick=self._map_side,
+                                            lang=self.lang)
         self.editor_column = pn.Column(self.editor, sizing_mode="stretch_width",
                                        styles={"flex": "1 1 480px", "min-width": "0"})
         self._show_editor()
@@ -405,7 +476,7 @@ class LabView(Viewer):
 
     def show_controls(self, visible: bool) -> None:
         self.controls.visible = visible
-        self.toggle.name = "◀ Controls" if visible else "▶ Controls"
+        self.toggle.name = tr("◀ Controls" if visible else "▶ Controls", self.lang)
 
     # -- plots ----------------------------------------------------------------------
     def _rebuild_plots(self):
@@ -423,12 +494,12 @@ class LabView(Viewer):
             return
         # new figures carry their first data already; touching them again in this callback would reach
         # the browser before Panel (which sends new models on the next tick) has sent the models
-        self.plots = [RunPlots(run, side, run.label, log_view, self.presenting)
+        self.plots = [RunPlots(run, side, run.label, log_view, self.presenting, self.lang)
                       for run, side in zip(lab.runs, lab.sides)]
         for p, side in zip(self.plots, lab.sides):
             p.show_metrics(p.last_metrics | self._extra(side))
-        self.summary.object = (summary_html(lab.sides, [p.last_metrics for p in self.plots]) if lab.sides else
-                               BUILDING_HTML if lab.building else "")
+        self.summary.object = (summary_html(lab.sides, [p.last_metrics for p in self.plots], self.lang) if lab.sides
+                               else building_html(self.lang) if lab.building else "")
         self._describe([p.last_metrics for p in self.plots])
         self.plot_area.objects = [p.layout() for p in self.plots]
         self._fresh = True            # the next frame waits one round, for Panel to send the new figures
@@ -436,7 +507,7 @@ class LabView(Viewer):
             self.kl.reset([p.title for p in self.plots])
         else:
             self.kl = None
-            self.kl_area.objects = [pn.pane.HTML(KL_LATER_HTML, margin=(0, 10))] if self.plots else []
+            self.kl_area.objects = [pn.pane.HTML(kl_later_html(self.lang), margin=(0, 10))] if self.plots else []
             if lab.playing:
                 self._make_kl()
 
@@ -446,7 +517,7 @@ class LabView(Viewer):
     def _make_kl(self) -> None:
         if self.kl is not None or not self.plots:
             return
-        self.kl = KLHistory(self.lab.runs, [p.title for p in self.plots])
+        self.kl = KLHistory(self.lab.runs, [p.title for p in self.plots], self.lang)
         if self.presenting:
             text_size([self.kl.fig], True)
         self.kl_area.objects = [pn.pane.Bokeh(column(self.kl.fig, sizing_mode="stretch_width"),
@@ -479,7 +550,7 @@ class LabView(Viewer):
         ms = [p.update(run, self._extra(side), text, score)
               for p, run, side in zip(self.plots, self.lab.runs, self.lab.sides)]
         if text:
-            self.summary.object = summary_html(self.lab.sides, ms)
+            self.summary.object = summary_html(self.lab.sides, ms, self.lang)
             self._describe(ms)
         if kl:
             self.kl.update(ms, force_kl)

@@ -7,9 +7,11 @@ from collections.abc import Callable
 
 import numpy as np
 import panel as pn
+import param
 from bokeh.models import ColumnDataSource, CustomJSTicker, Legend, LegendItem
 from panel.viewable import Viewer
 
+from ..model.i18n import DEFAULT_LANG, LANGS, N_, tr, tr_message
 from ..model.lab import Lab
 from ..model.ladder import LadderJob
 from .plots import LOG_TICKS_JS, RUN_COLORS, new_figure
@@ -25,40 +27,59 @@ def _reference(eps, start, slope):
 class LadderView(Viewer):
     """Button, progress bar, cancel, two log-log plots (KL and |E θ₁² − exact| against ε) and a CSV download."""
 
+    lang = param.Selector(objects=list(LANGS), default=DEFAULT_LANG)
+
     def __init__(self, lab: Lab | Callable[[], Lab], **params):
         """`lab`, or a function that builds it on the first run (a lesson page builds nothing until asked)."""
         super().__init__(**params)
         self._lab_source = lab
         self.job: LadderJob | None = None
-        self.run = pn.widgets.Button(name="Run the step-size ladder", button_type="primary", width=230,
-                                     css_classes=["ladder-run"])
-        self.stop = pn.widgets.Button(name="Cancel", button_type="light", width=90, css_classes=["ladder-cancel"],
-                                      disabled=True)
+        self.run = pn.widgets.Button(button_type="primary", width=230, css_classes=["ladder-run"])
+        self.stop = pn.widgets.Button(button_type="light", width=90, css_classes=["ladder-cancel"], disabled=True)
         self.bar = pn.indicators.Progress(value=0, max=100, width=220, visible=False, css_classes=["ladder-progress"],
                                           margin=(14, 10))
         self.status = pn.pane.HTML("", css_classes=["ladder-status"], sizing_mode="stretch_width", margin=(0, 10))
         # a file-like object: a plain string would be taken for a path
         self.download = pn.widgets.FileDownload(callback=lambda: io.StringIO(self.job.csv() if self.job else ""),
                                                 filename="step-ladder.csv",
-                                                label="Ladder (CSV)", button_type="light", width=140,
+                                                button_type="light", width=140,
                                                 css_classes=["ladder-csv"], disabled=True)
         self.run.on_click(lambda e: self.start())
         self.stop.on_click(lambda e: self.job and self.job.cancel("cancelled"))
         self.figs, self.sources = self._figures()
         self._cb = None
-        caption = pn.pane.HTML(
-            "<div style='font-size:12px;color:#444'>For each step size ε the chains run the same stretch of time "
-            "(the SDE held fixed: gradient-noise diffusion B = εV/2 and momentum resampling as at A's ε), and the "
-            "pooled θ₁ samples are scored against the exact density. A recipe's error falls with ε (dashed: "
-            "slopes 1 and 2); a naive sampler's levels off at a floor. Dotted: the KL a perfect sampler would show "
-            "with as many samples. PNG: the save tool of each plot.</div>", sizing_mode="stretch_width",
-            margin=(0, 10))
+        self.caption = caption = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
+        self._status = ("", "#444")
         self.body = pn.Column(
             pn.FlexBox(self.run, self.stop, self.bar, self.download, flex_wrap="wrap", sizing_mode="stretch_width"),
             self.status, caption,
             pn.FlexBox(*[pn.pane.Bokeh(f, sizing_mode="stretch_width", styles={"flex": "1 1 300px", "min-width": "0"})
                          for f in self.figs], flex_wrap="wrap", sizing_mode="stretch_width"),
             sizing_mode="stretch_width", css_classes=["ladder-view"])
+        self._words()
+        self.param.watch(self._words, "lang")
+
+    def _words(self, *_) -> None:
+        lang = self.lang
+        self.run.name, self.stop.name = tr("Run the step-size ladder", lang), tr("Cancel", lang)
+        self.download.label = tr("Ladder (CSV)", lang)
+        self.caption.object = "<div style='font-size:12px;color:#444'>" + tr(
+            "For each step size ε the chains run the same stretch of time (the SDE held fixed: gradient-noise "
+            "diffusion B = εV/2 and momentum resampling as at A's ε), and the pooled θ₁ samples are scored against "
+            "the exact density. A recipe's error falls with ε (dashed: slopes 1 and 2); a naive sampler's levels off "
+            "at a floor. Dotted: the KL a perfect sampler would show with as many samples. PNG: the save tool of "
+            "each plot.", lang) + "</div>"
+        for f, label in zip(self.figs, (N_("KL to the exact density"), N_("|E[θ₁²] − exact|"))):
+            f.title.text = tr("{label} against step size", lang, label=tr(label, lang))
+            f.yaxis[0].axis_label = tr(label, lang)
+            for item, slope in zip(f.legend[0].items[2:], (1, 2)):
+                item.label = dict(value=tr("slope {slope}", lang, slope=slope))
+        self._say(*self._status)
+
+    def _say(self, text: str, color: str = "#444") -> None:
+        self._status = (text, color)
+        self.status.object = (f"<span style='color:{color};font-size:13px'>{html.escape(tr_message(text, self.lang))}"
+                              "</span>" if text else "")
 
     def _figures(self):
         figs, sources = [], {}
@@ -97,7 +118,7 @@ class LadderView(Viewer):
         lab = self._lab_source if isinstance(self._lab_source, Lab) else self._lab_source()
         if not lab.sides and lab.building:
             # a lesson's lab is built on first use, on a worker: start when its samplers exist
-            self.status.object = "<span style='color:#444;font-size:13px'>building the samplers…</span>"
+            self._say(N_("building the samplers…"))
             waiting = []
 
             def built(event):
@@ -138,10 +159,9 @@ class LadderView(Viewer):
         self.download.disabled = not self.job.results
         if not running:
             self._stop_polling()
-        text = {"running": "running the ladder…", "done": "done", "cancelled": self.job.message,
+        text = {"running": N_("running the ladder…"), "done": N_("done"), "cancelled": self.job.message,
                 "failed": f"failed: {self.job.message}", "idle": ""}[event.new]
-        color = "#b00020" if event.new == "failed" else "#444"
-        self.status.object = f"<span style='color:{color};font-size:13px'>{html.escape(text)}</span>"
+        self._say(text, "#b00020" if event.new == "failed" else "#444")
 
     def _draw(self, event=None):
         results = self.job.results

@@ -13,7 +13,7 @@ from panel.viewable import Viewer
 
 from ..model.config import LabConfig
 from ..model.content import ERRATA_SLUG, GLOSSARY_SLUG, list_lessons
-from ..model.i18n import DEFAULT_LANG, LANG_NAMES, LANGS, parse_lang, tr, tr_message
+from ..model.i18n import DEFAULT_LANG, LANG_NAMES, LANGS, N_, parse_lang, tr, tr_message
 from ..model.lab import Lab
 from ..model.models import apply_models_query, models_query
 from ..model.presets import FIRST_SCREEN
@@ -26,7 +26,7 @@ from .lessons import LessonsView
 from .models import ModelsView, models_view
 
 TABS = ["lab", "lessons", "figures", "models"]
-TITLES = ["Lab", "Lessons", "Paper figures", "Models"]
+TITLES = [N_("Lab"), N_("Lessons"), N_("Paper figures"), N_("Models")]
 # Presentation mode's keys: space plays or pauses, → steps, r resets, as the buttons of the section on show would
 # (Tabs are dynamic: only the shown section's buttons are on the page). Single-key shortcuts only while presenting
 # (WCAG 2.1.4: they can be turned off), and never while a field, a list or a button has the focus (space and the
@@ -281,8 +281,8 @@ class AppView(Viewer):
         if tab == "lessons":
             title = self.lessons.title if self.lessons is not None else ""
         elif tab == "lab" and self.lab.sides:
-            title = tr("{pair} on {target}", lang, pair=tr(" vs ", lang).join(side.title for side in self.lab.sides),
-                       target=self.config.potential)
+            pair = tr(" vs ", lang).join(side.title_in(lang) for side in self.lab.sides)
+            title = tr("{pair} on {target}", lang, pair=pair, target=self.config.potential)
         elif tab == "models":
             runs = self.models.lab.runs if self.models is not None else None
             title = (tr("{pair} on {target}", lang, pair=tr(" vs ", lang).join(s.title for s in runs.sides),

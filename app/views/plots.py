@@ -49,6 +49,7 @@ from bokeh.plotting import figure
 from bokeh.plotting.contour import contour_data
 from bokeh.transform import linear_cmap
 
+from ..model.i18n import DEFAULT_LANG, N_, tr
 from ..model.live_run import LiveRun
 
 # no box zoom: it brings four models per figure (its overlay and handles), and the wheel zooms as well
@@ -206,8 +207,10 @@ class RunPlots:
                 len(run.path_chains), log_view,
                 _r_box(side) if run.dim == 1 and run.has_momentum else None)
 
-    def __init__(self, run: LiveRun, side, label: str, log_view: bool = False, present: bool = False):
-        self.label, self.log_view = label, log_view
+    def __init__(self, run: LiveRun, side, label: str, log_view: bool = False, present: bool = False,
+                 lang: str = DEFAULT_LANG):
+        self.label, self.log_view, self.lang = label, log_view, lang
+        self._texts = []      # (model, attribute, English, fields): relabel() words them again
         self.key = self.structure(run, side, log_view)
         self.color = RUN_COLORS.get(run.label, "#1f77b4")
         pot = run.pot
@@ -217,7 +220,8 @@ class RunPlots:
         self.has_momentum = run.has_momentum
         K = len(run.path_chains)
         self.K = K
-        self.title = f"{label}: {side.title}"
+        self.side = side
+        self.title = f"{label}: {side.title_in(lang)}"
         # recent tails of the highlighted chains: short on the main plot, longer on the 1-D trace (long
         # anti-aliased polylines are what costs most to draw in the browser)
         second = "y" if self.dim >= 2 else "r"
@@ -237,6 +241,7 @@ class RunPlots:
             v = self.var
             self.main = new_figure(f"{self.title} — {v}₁, {v}₂", MAIN_HEIGHT, x_range=Range1d(*pot.box[0]),
                              y_range=Range1d(*pot.box[1]), x_axis_label=f"{v}₁", y_axis_label=f"{v}₂")
+            self._say(self.main.title, "text", N_("{title} — {v}₁, {v}₂"), v=v)
             if self.dim == 2:
                 axes, dens = pot.grid(151)
                 _density_image(self.main, axes, dens)
@@ -248,6 +253,7 @@ class RunPlots:
             rbox = _r_box(side)
             self.main = new_figure(f"{self.title} — phase plane (θ, r)", MAIN_HEIGHT, x_range=Range1d(*pot.box[0]),
                              y_range=Range1d(*rbox), x_axis_label="θ", y_axis_label="r")
+            self._say(self.main.title, "text", N_("{title} — phase plane (θ, r)"))
             axes, dens = phase_density(pot, rbox, M)
             _density_image(self.main, axes, dens)
             for k in range(K):
@@ -264,6 +270,8 @@ class RunPlots:
                               MAIN_HEIGHT if self.main is None else 180, y_range=Range1d(*pot.box[0]),
                               x_range=Range1d(0, TRACE_ROLLOVER + TRACE_AHEAD), x_axis_label="step", y_axis_label="θ")
             self.trace.name = f"trace-{run.label}"
+            self._say(self.trace.title, "text", N_("{title} — trace of θ") if self.main is None else N_("trace of θ"))
+            self._say(self.trace.xaxis[0], "axis_label", N_("step"))
             for k in range(K):
                 add_glyph(self.trace, Line(x="t", y=f"x{k}", line_color=PATH_COLORS[k % 6], line_width=1.2),
                       self.trace_paths, LIVE)
@@ -291,7 +299,21 @@ class RunPlots:
         self._y_ends = [fig.y_range.end for fig in self.marginals]
         self.metrics = pn.pane.HTML("", sizing_mode="stretch_width", disable_math=True, margin=(5, 10),
                                     styles={"font-size": "13px"})
+        self.relabel(lang)
         self.reset(run)
+
+    def _say(self, model, attr: str, text: str, **fields) -> None:
+        """A text of the figures, kept in English (with its fields; {title} is the run's title) and shown in
+        the language."""
+        self._texts.append((model, attr, text, fields))
+
+    def relabel(self, lang: str) -> None:
+        """The figures' titles, axis labels and legends in the language (the data stay)."""
+        self.lang = lang
+        self.title = f"{self.label}: {self.side.title_in(lang)}"
+        for model, attr, text, fields in self._texts:
+            words = tr(text, lang, title=self.title, **fields).strip()
+            setattr(model, attr, dict(value=words) if attr == "label" else words)
 
     def _add_ensemble(self, K):
         """The ensemble's points and, on top, the highlighted chains: the first K rows of the same source."""
@@ -300,10 +322,13 @@ class RunPlots:
         colors = linear_cmap("hid", PATH_COLORS[:K], -0.5, K - 0.5)
         highlighted = add_glyph(main, Scatter(fill_color=colors, **HIGHLIGHT_STYLE), self.ens, LIVE,
                             view=CDSView(filter=IndexFilter(list(range(K)))))
-        add_legend(main, [("ensemble", ens, add_glyph(main, Scatter(**ENSEMBLE_STYLE), self.blank)),
-                       ("highlighted chains", highlighted,
-                        add_glyph(main, Scatter(fill_color=PATH_COLORS[0], **HIGHLIGHT_STYLE), self.blank))],
-                "top_left", click_hide=True)
+        legend = add_legend(main, [("ensemble", ens, add_glyph(main, Scatter(**ENSEMBLE_STYLE), self.blank)),
+                                   ("highlighted chains", highlighted,
+                                    add_glyph(main, Scatter(fill_color=PATH_COLORS[0], **HIGHLIGHT_STYLE),
+                                              self.blank))],
+                            "top_left", click_hide=True)
+        self._say(legend.items[0], "label", N_("ensemble"))
+        self._say(legend.items[1], "label", N_("highlighted chains"))
 
     def _add_marginal(self, run, i):
         pot = run.pot
@@ -316,6 +341,8 @@ class RunPlots:
         peak = float(np.nanmax(ys)) if np.isfinite(ys).any() and np.nanmax(ys) > 0 else 1.0
         p = new_figure(f"marginal of {coord}: samples vs exact", MARGINAL_HEIGHT, x_range=Range1d(edges[0], edges[-1]),
                  y_range=Range1d(0, 1.25 * peak), x_axis_label=coord, y_axis_label="density")
+        self._say(p.title, "text", N_("marginal of {coord}: samples vs exact"), coord=coord)
+        self._say(p.yaxis[0], "axis_label", N_("density"))
         self._add_histogram(p, dict(left=f"left{i}", right=f"right{i}", top=f"top{i}", source=self.hist),
                             (xs, ys) if marg is not None else None, "top_right")
         p.name, p.css_classes = f"marginal-{self.label}-{i}", [f"marginal-{self.label.lower()}"]
@@ -330,6 +357,8 @@ class RunPlots:
                  x_range=Range1d(edges[0], edges[-1]), y_range=Range1d(0, 1.25 * max(float(np.max(lm["exact"])), 1e-9)),
                  x_axis_label=f"log₁₀ {self.var}{k}",
                  y_axis_label=f"density of log₁₀ {self.var}")
+        self._say(p.title, "text", N_("log₁₀ of a small component, {v}{k}: samples vs exact"), v=self.var, k=k)
+        self._say(p.yaxis[0], "axis_label", N_("density of log₁₀ {v}"), v=self.var)
         src = ColumnDataSource(dict(left=edges[:-1], right=edges[1:], top=np.zeros(len(edges) - 1)),
                                name=f"hist-{run.label}-log")
         self._add_histogram(p, dict(left="left", right="right", top="top", source=src), (lm["x"], lm["exact"]),
@@ -350,17 +379,18 @@ class RunPlots:
         if exact is not None:
             line = Line(line_color="black", line_width=2)
             entries.append(("exact", add_glyph(fig, line, ColumnDataSource(dict(x=exact[0], y=exact[1])), LIVE), None))
-        add_legend(fig, entries, location)
+        legend = add_legend(fig, entries, location)
+        self._say(legend.items[0], "label", N_("{mark} {label} samples"), mark=RUN_MARKS.get(self.label, ""),
+                  label=self.label)
+        if exact is not None:
+            self._say(legend.items[1], "label", N_("exact"))
 
     def rebind(self, run: LiveRun, side) -> None:
         """Show a new run of the same structure: new titles, emptied sources, ranges as first drawn."""
         for fig, end in zip(self.marginals, self._y_ends):
             fig.y_range.end = end
-        old = self.title
-        self.title = f"{self.label}: {side.title}"
-        for fig in (self.main, self.trace):
-            if fig is not None:
-                fig.title.text = fig.title.text.replace(old, self.title)
+        self.side = side
+        self.relabel(self.lang)
         self.reset(run)
 
     # -- layout ---------------------------------------------------------------------
@@ -370,7 +400,7 @@ class RunPlots:
                          self.metrics, sizing_mode="stretch_width", styles={"flex": "1 1 400px", "min-width": "0"})
 
     def show_metrics(self, m: dict) -> None:
-        self.metrics.object = metrics_html(m, self.label, self.color, self.title)
+        self.metrics.object = metrics_html(m, self.label, self.color, self.title, self.lang)
 
     # -- data -------------------------------------------------------------------------
     def reset(self, run: LiveRun):
@@ -475,27 +505,27 @@ def fmt(v, digits=3):
     return f"{v:.{digits}g}" if abs(v) < 1 else f"{v:,.{max(digits - 1, 0)}f}" if abs(v) < 100 else f"{v:,.0f}"
 
 
-def metrics_html(m: dict, label: str, color: str, title: str) -> str:
+def metrics_html(m: dict, label: str, color: str, title: str, lang: str = DEFAULT_LANG) -> str:
     """A small table; each value carries data-metric="<name>-<run>" so tests can read it."""
-    src = (f"samples since step {m['burn']}" if m.get("accumulating")
-           else f"ensemble now (accumulates after step {m['burn']})")
-    rows = [("step", "t", fmt(m["t"])),
-            ("KL to exact", "kl", fmt(m["kl"])),
-            ("TV to exact", "tv", fmt(m["tv"])),
+    src = (tr("samples since step {burn}", lang, burn=m['burn']) if m.get("accumulating")
+           else tr("ensemble now (accumulates after step {burn})", lang, burn=m['burn']))
+    rows = [(tr("step", lang), "t", fmt(m["t"])),
+            (tr("KL to exact", lang), "kl", fmt(m["kl"])),
+            (tr("TV to exact", lang), "tv", fmt(m["tv"])),
             ("ESS (θ₁)", "ess", fmt(m["ess"])),
-            ("diverged chains", "diverged", f"{m['diverged']:,} / {m['chains']:,}")]
+            (tr("diverged chains", lang), "diverged", f"{m['diverged']:,} / {m['chains']:,}")]
     if m.get("escaped") is not None:
-        rows.append(("escaped chains", "escaped", f"{m['escaped']:,} / {m['chains']:,}"))
+        rows.append((tr("escaped chains", lang), "escaped", f"{m['escaped']:,} / {m['chains']:,}"))
     if m.get("outside"):
-        rows.append(("outside the box", "outside", f"{100 * m['outside']:.2g} %"))
+        rows.append((tr("outside the box", lang), "outside", f"{100 * m['outside']:.2g} %"))
     if "xi" in m:
-        rows.append(("ξ (mean)", "xi", fmt(m["xi"])))
+        rows.append((tr("ξ (mean)", lang), "xi", fmt(m["xi"])))
     if "temperature" in m:
-        rows.append(("kinetic temperature", "temperature", fmt(m["temperature"])))
+        rows.append((tr("kinetic temperature", lang), "temperature", fmt(m["temperature"])))
     if "acceptance" in m:
-        rows.append(("acceptance rate", "acceptance", fmt(m["acceptance"])))
+        rows.append((tr("acceptance rate", lang), "acceptance", fmt(m["acceptance"])))
     if m.get("residual_text"):
-        rows.append(("FP residual", "residual", m["residual_text"]))
+        rows.append((tr("FP residual", lang), "residual", m["residual_text"]))
     cells = "".join(
         f"<tr><td style='padding:1px 10px 1px 0;color:#555'>{html.escape(n)}</td>"
         f"<td data-metric='{key}-{label.lower()}' style='font-family:monospace;text-align:right'>"
@@ -505,7 +535,7 @@ def metrics_html(m: dict, label: str, color: str, title: str) -> str:
     return (f"<div style='border-left:4px solid {color};padding-left:8px'>"
             f"<div style='font-weight:600'>{html.escape(title)}</div>"
             f"<table style='border-collapse:collapse'>{cells}</table>"
-            f"<div style='font-size:11px;{style}'>histogram: {html.escape(src)}</div></div>")
+            f"<div style='font-size:11px;{style}'>{html.escape(tr('histogram: {src}', lang, src=src))}</div></div>")
 
 
 # Bokeh's LogTicker falls back to linear ticks when the range spans less than two decades, which on a log
@@ -543,7 +573,7 @@ return ticks([1, 2, 3, 4, 5, 6, 7, 8, 9], 1);
 class KLHistory:
     """KL of each run against the step, log scale: where naive and corrected part ways."""
 
-    def __init__(self, runs, labels):
+    def __init__(self, runs, labels, lang: str = DEFAULT_LANG):
         # fixed ranges set from the data streamed (an auto range over no data yet, or over the legend's NaN
         # stand-ins, has Bokeh warn "could not set initial ranges" and "could not determine minimum data value
         # for log axis" in the console at every redraw)
@@ -563,7 +593,14 @@ class KLHistory:
             self.sources.append(src)
         self.legend = add_legend(self.fig, entries, "top_right")
         lighten([self.fig])
+        self.relabel(lang)
         self.reset(labels)
+
+    def relabel(self, lang: str, labels=None) -> None:
+        self.fig.title.text = tr("KL to the exact density (log scale)", lang)
+        self.fig.xaxis[0].axis_label = tr("step", lang)
+        for item, label in zip(self.legend.items, labels or []):
+            item.label = dict(value=label)
 
     def reset(self, labels):
         for src, item, label in zip(self.sources, self.legend.items, labels):

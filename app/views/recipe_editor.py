@@ -22,12 +22,13 @@ from panel.viewable import Viewer
 
 from samplers.engine.edit import cell_variables, matrix_cells
 
+from ..model.i18n import DEFAULT_LANG, LANGS, N_, tr, tr_message
 from ..model.lab import RESIDUAL_OK, Lab
 from ..model.reasons import BlockKind
 
 # an entry the library names as at fault (RecipeError.cells) is marked in red until fixed
 BAD_CELL_CSS = ":host(.cell-bad) input { border: 2px solid #b00020; background: #fff0f0; }"
-TERM_LABEL = {"gamma": "drop Γ (naive variant)", "friction": "drop the friction D∇H (naive variant)"}
+TERM_LABEL = {"gamma": N_("drop Γ (naive variant)"), "friction": N_("drop the friction D∇H (naive variant)")}
 
 
 def times_before_numbers(latex: str) -> str:
@@ -79,18 +80,21 @@ def show_cell(widget, text: str, show=None) -> None:
     widget.param.update(exact=text if shown != text else "", value=shown)
 
 
-def residual_badge(value) -> str:
+def residual_badge(value, lang: str = DEFAULT_LANG) -> str:
     """Green when exp(-H) is stationary under the dynamics, red when it is not."""
     if value is None:
         return ""
     ok = value < RESIDUAL_OK
-    color, word = ("#1b5e20", "stationary: a recipe") if ok else ("#b00020", "not stationary: exp(−H) is not invariant")
-    return (f"<span class='residual-badge {'ok' if ok else 'bad'}' title='relative Fokker–Planck residual at exp(−H)' "
+    color, word = (("#1b5e20", N_("stationary: a recipe")) if ok else
+                   ("#b00020", N_("not stationary: exp(−H) is not invariant")))
+    tip = html.escape(tr("relative Fokker–Planck residual at exp(−H)", lang), quote=True)
+    return (f"<span class='residual-badge {'ok' if ok else 'bad'}' title='{tip}' "
             f"style='display:inline-block;padding:2px 8px;border-radius:10px;color:white;background:{color};"
-            f"font-size:12px'>FP residual {value:.1e} — {word}</span>")
+            f"font-size:12px'>{tr('FP residual {value} — {word}', lang, value=f'{value:.1e}', word=tr(word, lang))}"
+            "</span>")
 
 
-def matrix_grid(which, cells, names, on_cell, prefix: str = "cell", show=None):
+def matrix_grid(which, cells, names, on_cell, prefix: str = "cell", show=None, lang: str = DEFAULT_LANG):
     """D or Q as a grid of cell inputs, headed by the state's names: (its layout, its inputs by row);
     on_cell(which, i, j, text) hears each edit. Each input has the class f"{prefix}-{which}-{i}-{j}"; `show` (e.g.
     `rounded`) is how a cell's text is shown, its whole text then in the tooltip."""
@@ -109,14 +113,15 @@ def matrix_grid(which, cells, names, on_cell, prefix: str = "cell", show=None):
             shown = show(text) if show is not None else text
             w = CellInput(value=shown, exact=text if shown != text else "", width=widths[j], margin=(1, 2),
                           css_classes=[f"{prefix}-{which}-{i}-{j}", "recipe-cell"], stylesheets=[BAD_CELL_CSS],
-                          label=f"{which} row {names[i]}, column {names[j]}")
+                          label=tr("{which} row {row}, column {column}", lang, which=which, row=names[i],
+                                   column=names[j]))
             pn.bind(partial(on_cell, which, i, j), w, watch=True)
             row_w.append(w)
         widgets.append(row_w)
         name = pn.pane.HTML(f"<div style='font-size:12px;padding-top:6px'>{html.escape(names[i])}</div>",
                             width=44, margin=(0, 2))
         rows.append(pn.Row(name, *row_w, margin=0))
-    label = "D (symmetric, positive semidefinite)" if which == "D" else "Q (skew-symmetric)"
+    label = tr("D (symmetric, positive semidefinite)" if which == "D" else "Q (skew-symmetric)", lang)
     # wide matrices scroll inside their box instead of widening the page on a phone
     grid = pn.Column(pn.pane.HTML(f"<b>{label}</b>", margin=(4, 4)), *rows, margin=(0, 10),
                      sizing_mode="stretch_width", styles={"overflow-x": "auto", "min-width": "0",
@@ -129,7 +134,8 @@ def matrix_grid(which, cells, names, on_cell, prefix: str = "cell", show=None):
 class MathPanes:
     """H, Γ, the SDE and the update rule of a recipe, as math with their headings."""
 
-    def __init__(self):
+    def __init__(self, lang: str = DEFAULT_LANG):
+        self.lang = lang
         self.panes = {k: pn.pane.LaTeX("", renderer="katex", sizing_mode="stretch_width",
                                        styles={"overflow-x": "auto", "font-size": "0.95em"}, margin=(0, 10))
                       for k in ("H", "Gamma", "sde", "update")}
@@ -138,10 +144,11 @@ class MathPanes:
         return self.panes[key]
 
     def layout(self) -> list:
+        lang = self.lang
         return [self.panes["H"],
-                pn.pane.HTML("<b>Γ, recomputed from D and Q</b>", margin=(4, 10)), self.panes["Gamma"],
-                pn.pane.HTML("<b>The SDE</b>", margin=(4, 10)), self.panes["sde"],
-                pn.pane.HTML("<b>The update rule (Eq. 9)</b>", margin=(4, 10)), self.panes["update"]]
+                pn.pane.HTML(f"<b>{tr('Γ, recomputed from D and Q', lang)}</b>", margin=(4, 10)), self.panes["Gamma"],
+                pn.pane.HTML(f"<b>{tr('The SDE', lang)}</b>", margin=(4, 10)), self.panes["sde"],
+                pn.pane.HTML(f"<b>{tr('The update rule (Eq. 9)', lang)}</b>", margin=(4, 10)), self.panes["update"]]
 
     def show(self, recipe) -> None:
         m = recipe.matrices_latex()
@@ -156,30 +163,41 @@ class MathPanes:
 
 
 class RecipeEditor(Viewer):
+    lang = param.Selector(objects=list(LANGS), default=DEFAULT_LANG)
+
     def __init__(self, lab: Lab, **params):
         super().__init__(**params)
         self.lab, self.cfg = lab, lab.config
-        self.naive = pn.widgets.Switch(name="naive", css_classes=["naive-switch"], margin=(8, 10))
+        self.naive = pn.widgets.Switch(name=tr("naive", self.lang), css_classes=["naive-switch"], margin=(8, 10))
         self.naive_label = pn.pane.HTML("", margin=(8, 0))
         self.badge = pn.pane.HTML("", css_classes=["residual"], margin=(4, 10))
         self.error = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["recipe-error"], margin=(0, 10))
         self.note = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10))
-        self.revert = pn.widgets.Button(name="Revert D and Q", button_type="light", width=140,
+        self.revert = pn.widgets.Button(name=tr("Revert D and Q", self.lang), button_type="light", width=140,
                                         css_classes=["revert-button"])
         self.revert.on_click(lambda e: self.cfg.param.update(D=None, Q=None, naive=None))
         self.D_grid = pn.GridBox(ncols=1)
         self.Q_grid = pn.GridBox(ncols=1)
-        self.math = MathPanes()
+        self.math = MathPanes(self.lang)
         self.cells = {"D": [], "Q": []}
         self._shape_key = None
         pn.bind(self._on_naive, self.naive, watch=True)
         lab.param.watch(self._render, ["version", "blocks"])
         self.body = pn.Column(sizing_mode="stretch_width")
         self._render()
+        self.param.watch(self._on_lang, "lang")
+
+    def _on_lang(self, *_) -> None:
+        """The editor built again in the language (the cells hold what the configuration says)."""
+        self.revert.name = tr("Revert D and Q", self.lang)
+        self.naive.name = tr("naive", self.lang)
+        self.math.lang = self.lang
+        self._shape_key = None
+        self._render()
 
     # -- building ---------------------------------------------------------------------
     def _make_grid(self, which, cells, names):
-        grid, self.cells[which] = matrix_grid(which, cells, names, self._on_cell, show=rounded)
+        grid, self.cells[which] = matrix_grid(which, cells, names, self._on_cell, show=rounded, lang=self.lang)
         return grid
 
     def _current_cells(self, side, which):
@@ -202,16 +220,17 @@ class RecipeEditor(Viewer):
         recipe_block = block if block is not None and block.kind is BlockKind.RECIPE else None
         if side is None:
             if not lab.sides:
-                reason = "no sampler is built yet (see the message above the plots)"
+                reason = N_("no sampler is built yet (see the message above the plots)")
             elif lab.sides[0].sampler.spec.family == "design":
-                reason = "sampler A is the design: it is edited in the design editor"
+                reason = N_("sampler A is the design: it is edited in the design editor")
             elif lab.sides[0].sampler.spec.recipe is None:
-                reason = "this sampler is not a recipe sampler"
+                reason = N_("this sampler is not a recipe sampler")
             elif lab.sides[0].recipe is not None:
-                reason = "this sampler's D and Q are functions of its state (QNHMC's L-BFGS operator), not formulas"
+                reason = N_("this sampler's D and Q are functions of its state (QNHMC's L-BFGS operator), not formulas")
             else:
-                reason = "D and Q can be edited for targets of dimension 1 and 2"
-            self.body.objects = [pn.pane.HTML(f"<i>{reason}: no D/Q editor.</i>", margin=(0, 10))]
+                reason = N_("D and Q can be edited for targets of dimension 1 and 2")
+            text = tr("{reason}: no D/Q editor.", self.lang, reason=tr(reason, self.lang))
+            self.body.objects = [pn.pane.HTML(f"<i>{text}</i>", margin=(0, 10))]
             self._shape_key = None
             return
         base = side.base_recipe
@@ -221,11 +240,11 @@ class RecipeEditor(Viewer):
         if key != self._shape_key or not self.body.objects:
             # a new state layout: new cells (otherwise cells stay, so typing is never interrupted)
             self._shape_key = key
-            self.naive_label.object = f"<span style='font-size:13px'>{TERM_LABEL[side.term]}</span>"
+            self.naive_label.object = f"<span style='font-size:13px'>{tr(TERM_LABEL[side.term], self.lang)}</span>"
             variables = ", ".join(cell_variables(base))
-            self.note.object = (f"<div style='font-size:12px;color:#444'>z = ({html.escape(', '.join(names))}); "
-                                f"cells are expressions in {html.escape(variables)} (U is the potential's "
-                                "value). Press Enter or leave a cell to apply.</div>")
+            self.note.object = ("<div style='font-size:12px;color:#444'>" + html.escape(tr(
+                "z = ({names}); cells are expressions in {variables} (U is the potential's value). Press Enter or "
+                "leave a cell to apply.", self.lang, names=", ".join(names), variables=variables)) + "</div>")
             D = self._make_grid("D", self._current_cells(side, "D"), names)
             Q = self._make_grid("Q", self._current_cells(side, "Q"), names)
             self.body.objects = [
@@ -249,9 +268,9 @@ class RecipeEditor(Viewer):
                                                                                          else [])
         self.math.show(side.recipe)
         # while D/Q are invalid the last valid recipe's badge would mislead: hide it
-        self.badge.object = "" if recipe_block else residual_badge(side.residual)
-        self.error.object = (f"<div style='color:#b00020;font-weight:600'>{html.escape(recipe_block.message)}</div>"
-                             if recipe_block else "")
+        self.badge.object = "" if recipe_block else residual_badge(side.residual, self.lang)
+        why = html.escape(tr_message(recipe_block.message, self.lang)) if recipe_block else ""
+        self.error.object = f"<div style='color:#b00020;font-weight:600'>{why}</div>" if recipe_block else ""
 
     # -- edits ------------------------------------------------------------------------
     def _on_cell(self, which, i, j, text):

@@ -8,6 +8,7 @@ import html
 
 import numpy as np
 import panel as pn
+import param
 from bokeh.models import ColorBar, ColumnDataSource, LinearColorMapper
 from bokeh.palettes import RdBu11
 from panel.viewable import Viewer
@@ -15,6 +16,7 @@ from scipy.interpolate import RegularGridInterpolator
 
 from samplers.engine.stationarity import map_planes, residual_map
 
+from ..model.i18n import DEFAULT_LANG, LANGS, N_, tr, tr_message
 from ..model.lab import RESIDUAL_OK, Lab
 from ..model.runner import Failure
 from .plots import new_figure
@@ -62,13 +64,15 @@ class ResidualMapView(Viewer):
     """The map for sampler A (or the side `pick` names), redrawn when the lab is rebuilt (an edit of D or Q,
     the naive switch)."""
 
+    lang = param.Selector(objects=list(LANGS), default=DEFAULT_LANG)
+
     def __init__(self, lab: Lab, schedule=None, pick=None, **params):
         """`schedule(fn)` runs fn where it may touch Bokeh models (the lab's frame loop's `with_lock`);
         `pick(lab)` is the side to map (default: sampler A's)."""
         super().__init__(**params)
         self.lab = lab
         self.pick = pick or (lambda lab: lab.sides[0] if lab.sides else None)
-        self.fig = new_figure("∂ₜp at p = e^(−H)", 300, x_axis_label="θ", y_axis_label="r")
+        self.fig = new_figure(tr("∂ₜp at p = e^(−H)", self.lang), 300, x_axis_label="θ", y_axis_label="r")
         self.fig.name = "residual-map"
         self.mapper = LinearColorMapper(palette=PALETTE, low=-1, high=1)
         self.image = ColumnDataSource(dict(image=[np.zeros((2, 2))], x=[0], y=[0], dw=[1], dh=[1]),
@@ -83,7 +87,9 @@ class ResidualMapView(Viewer):
         self.body = pn.Column(self.caption, self.pane, sizing_mode="stretch_width", css_classes=["residual-map"],
                               styles={"flex": "1 1 360px", "min-width": "0"})
         self._key = None
+        self._caption = ("", {})       # the caption's English template and its fields (shown in the language)
         schedule = schedule or (lambda fn: fn())
+        self.param.watch(lambda e: schedule(self._words), "lang")
         lab.param.watch(lambda e: schedule(self.redraw_residual_map), "version")
         self.redraw_residual_map()
 
@@ -92,9 +98,10 @@ class ResidualMapView(Viewer):
         if side is None or side.recipe is None or self.lab.potential is None:
             self.pane.visible = False
             if self.lab.building:
-                self.caption.object = "<i>building…</i>"
+                self._say("<i>{text}</i>", text=N_("building…"))
                 return
-            self.caption.object = "<i>The residual map needs a recipe sampler on a target of dimension 1 or 2.</i>"
+            self._say("<i>{text}</i>",
+                      text=N_("The residual map needs a recipe sampler on a target of dimension 1 or 2."))
             return
         key = (id(side.recipe), self.lab.potential.name)
         if key == self._key:
@@ -107,7 +114,7 @@ class ResidualMapView(Viewer):
     def _draw(self, side, m) -> None:
         if isinstance(m, Failure):      # a user's D may be singular on the grid: say so, keep the page
             self.pane.visible = False
-            self.caption.object = f"<i>No residual map: {html.escape(m.message)}</i>"
+            self._say("<i>{text}</i>", text=N_("No residual map: {why}"), why=m.message)
             return
         self.pane.visible = True
         x, y = m.axes
@@ -132,16 +139,36 @@ class ResidualMapView(Viewer):
         self.fig.xaxis.axis_label = PRETTY.get(m.names[0], m.names[0])
         self.fig.yaxis.axis_label = PRETTY.get(m.names[1], m.names[1]) if len(m.names) > 1 else ""
         held = ", ".join(f"{k} = {v:g}" for k, v in m.fixed.items())
-        verdict = ("<b style='color:#1b5e20' data-residual-map='ok'>✓ zero everywhere: e<sup>−H</sup> is "
-                   "stationary, the current only circulates</b>" if ok else
-                   "<b style='color:#b00020' data-residual-map='bad'>✗ mass is created (red) and destroyed "
-                   "(blue): e<sup>−H</sup> is not stationary</b>")
-        self.caption.object = (
-            f"<div style='font-size:13px'>{verdict}<br><span style='color:#444'>relative residual "
-            f"{m.relative:.1e} on this plane ({side.residual if side.residual is not None else float('nan'):.1e} over "
-            f"the whole state), largest |∂ₜp| {top:.2g} (p ≤ 1); lines: the probability current"
-            f"{' (zero in this slice)' if not xs else ''}"
-            f"{html.escape(f'; slice at {held}') if held else ''}</span></div>")
+        self._say("verdict", ok=ok, relative=f"{m.relative:.1e}",
+                  whole=f"{side.residual if side.residual is not None else float('nan'):.1e}", top=f"{top:.2g}",
+                  empty=not xs, held=held)
+
+    def _say(self, template: str, **fields) -> None:
+        self._caption = (template, fields)
+        self.caption.object = self._caption_html()
+
+    def _words(self) -> None:
+        self.fig.title.text = tr("∂ₜp at p = e^(−H)", self.lang)
+        self.caption.object = self._caption_html()
+
+    def _caption_html(self) -> str:
+        template, f = self._caption
+        lang = self.lang
+        if template != "verdict":
+            text = tr(f.get("text", ""), lang, **({"why": tr_message(f["why"], lang)} if "why" in f else {}))
+            return template.format(text=html.escape(text)) if text else ""
+        verdict = ("<b style='color:#1b5e20' data-residual-map='ok'>" + tr(
+            "✓ zero everywhere: e<sup>−H</sup> is stationary, the current only circulates", lang) + "</b>" if f["ok"]
+            else "<b style='color:#b00020' data-residual-map='bad'>" + tr(
+                "✗ mass is created (red) and destroyed (blue): e<sup>−H</sup> is not stationary", lang) + "</b>")
+        detail = tr("relative residual {relative} on this plane ({whole} over the whole state), largest |∂ₜp| {top} "
+                    "(p ≤ 1); lines: the probability current", lang, relative=f["relative"], whole=f["whole"],
+                    top=f["top"])
+        if f["empty"]:
+            detail += tr(" (zero in this slice)", lang)
+        if f["held"]:
+            detail += html.escape(tr("; slice at {held}", lang, held=f["held"]))
+        return f"<div style='font-size:13px'>{verdict}<br><span style='color:#444'>{detail}</span></div>"
 
     @staticmethod
     def _telling_plane(side, pot):
