@@ -341,12 +341,14 @@ def test_every_model_of_the_models_page_has_its_title_and_metric_in_japanese():
 
 def test_the_models_pages_messages_read_in_japanese():
     """The model writes its messages in English; the page shows them through the catalogue's templates."""
-    from app.model.i18n import tr_message
+    from app.views.models import model_message as tr_message
     diverged = "12 of 300 chains of sghmc diverged by step 40 and were frozen (left out of the metric)"
     assert tr_message(diverged + " — try a smaller step size, e.g. 0.0025.", "ja") == (
         "sghmc の鎖 300 本のうち 12 本がステップ 40 までに発散し、凍結した(評価指標から除外)。"
         "より小さなステップ幅、たとえば 0.0025 を試すこと。")
     assert tr_message(diverged + ".", "ja").startswith("sghmc の鎖 300 本のうち 12 本")
+    assert tr_message("the model could not be built: the session ended", "ja") == \
+        "モデルを構築できなかった: セッションが終わった"
 
 
 def test_switching_the_language_keeps_a_lesson_demo_and_rewords_it():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import html
 import math
+import re
 import time
 
 import panel as pn
@@ -17,7 +18,7 @@ from bokeh.models import ColumnDataSource, Line, Range1d
 from panel.viewable import Viewer
 
 from ..model.config import refusal
-from ..model.i18n import DEFAULT_LANG, LANGS, tr, tr_message
+from ..model.i18n import DEFAULT_LANG, LANGS, N_, tr, tr_message
 from ..model.models import (
     ModelsConfig,
     ModelsLab,
@@ -80,9 +81,37 @@ def models_summary(lab: ModelsLab, values=None, lang: str = DEFAULT_LANG) -> str
             f"({better})<br>{numbers}{building}</div></div>")
 
 
+# The Models page's own messages, which its model writes in English (app/model/models.py), as templates: a message
+# that matches one is worded through the catalogue; any other (the lab's refusals, a library's message) goes
+# through i18n.tr_message (app/locale/ja/messages.toml). Fields that hold a message are translated in turn.
+MODEL_MESSAGES = (
+    N_("{n} of {chains} chains of {sampler} diverged by step {t} and were frozen (left out of the metric) — try a "
+       "smaller step size, e.g. {eps}."),
+    N_("{n} of {chains} chains of {sampler} diverged by step {t} and were frozen (left out of the metric)."),
+    N_("{error}. Change the step size (smaller usually helps) or reset."),
+    N_("the model could not be built: {reason}"),
+    N_("building the model {model} took longer than {limit} s: given up"),
+)
+_MESSAGE_PATTERNS = [(re.compile("".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>.+?)"
+                                         for i, part in enumerate(re.split(r"\{(\w+)\}", template))) + r"\Z", re.S),
+                      template) for template in MODEL_MESSAGES]
+
+
+def model_message(text: str, lang: str = DEFAULT_LANG) -> str:
+    """A message of the Models page's model, in the language."""
+    if lang == DEFAULT_LANG or not text:
+        return text
+    for pattern, template in _MESSAGE_PATTERNS:
+        m = pattern.match(text)
+        if m is not None:
+            fields = {k: tr_message(v, lang) if k in ("error", "reason") else v for k, v in m.groupdict().items()}
+            return tr(template, lang, **fields)
+    return tr_message(text, lang)
+
+
 def error_alert(error: str, lang: str = DEFAULT_LANG) -> dict:
     """The box saying why there is no run (the build failed), escaped; hidden when there is none."""
-    return dict(object=alert_html(html.escape(tr_message(error, lang)), "danger") if error else "",
+    return dict(object=alert_html(html.escape(model_message(error, lang)), "danger") if error else "",
                 visible=bool(error))
 
 
@@ -91,7 +120,7 @@ def models_notice(notice, lang: str = DEFAULT_LANG) -> dict:
     page's language (app/model/i18n.py: tr_message), again when the language changes."""
     if notice is None:
         return dict(object="", visible=False)
-    return dict(object=alert_html(html.escape(tr_message(notice.message, lang)), notice.level), visible=True)
+    return dict(object=alert_html(html.escape(model_message(notice.message, lang)), notice.level), visible=True)
 
 
 def model_info(lab: ModelsLab, lang: str = DEFAULT_LANG) -> str:
