@@ -199,6 +199,8 @@ class LessonDemo(Viewer):
             self.start_button.name = tr("Building the run…", self.lang)
         for widget, label in self._labels:
             widget.name = label()
+        if self.controls:
+            self.settings.relabel(self.lang)
         if self.history is not None:
             self.history.relabel(self.lang)
         for part in (self.view, self._buttons):
@@ -214,7 +216,7 @@ class LessonDemo(Viewer):
         """One field per setting, one per side for a sampler parameter; [] when the lesson names none."""
         if not self.controls:
             return []
-        self.settings = SettingFields(self.cfg, "lesson-demo-error")
+        self.settings = SettingFields(self.cfg, "lesson-demo-error", self.lang)
         self.param_error = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10),
                                         css_classes=["lesson-demo-param-error"])
         samplers = [self.cfg.sampler] + ([self.cfg.sampler_b] if self.cfg.compare else [])
@@ -232,11 +234,6 @@ class LessonDemo(Viewer):
             elif name in ("batch", "chains", "seed", "burn"):
                 widgets.append(self.settings.field(pn.widgets.IntInput, name, css_classes=[f"demo-control-{name}"],
                                                    **box))
-            if name in ("V", "batch", "chains", "seed", "burn"):
-                # the configuration's own label (its declaration), through the catalogue
-                label = self.cfg.param[name].label
-                self._labels.append((widgets[-1], lambda label=label: tr(label, self.lang)))
-                widgets[-1].name = tr(label, self.lang)
             for side in control_sides(name, samplers):
                 widgets.append(self._param_field(name, side, box))
         row = pn.FlexBox(*widgets, flex_wrap="wrap", sizing_mode="stretch_width", css_classes=["lesson-demo-controls"])

@@ -138,7 +138,7 @@ class LessonsView(Viewer):
                 parts.append(self.demo)
             if kind == "ladder" and self.demo is not None:
                 if self.ladder is None:
-                    self.ladder = LadderView(self.demo.lab)
+                    self.ladder = LadderView(self.demo.lab, lang=self.lang)
                     self._ladder_box = pn.Column(pn.pane.HTML("", margin=(5, 10)), self.ladder,
                                                  sizing_mode="stretch_width", css_classes=["lesson-ladder"],
                                                  styles={"border": "1px solid #ddd", "border-radius": "6px"})
@@ -163,6 +163,8 @@ class LessonsView(Viewer):
         self.heading.object = f"### {tr('Lessons', self.lang)}"
         if self.demo is not None:
             self.demo.lang = self.lang
+        if self.ladder is not None:
+            self.ladder.lang = self.lang
         lesson = next((lesson for lesson in self.lessons if lesson.slug == self._slug), None)
         if lesson is not None:
             self._render(lesson)

@@ -263,7 +263,7 @@ class ModelsView(Viewer):
             self.eps[side].param.watch(lambda e, s=side: self._on_eps(s, e.new), "value")
         self.eps_error = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), css_classes=["models-eps-error"])
         # bounds are ModelsConfig's, checked by `settings` (the browser's own would clamp without a word)
-        self.settings = SettingFields(cfg, "models-settings-error")
+        self.settings = SettingFields(cfg, "models-settings-error", self.lang)
         self.chains = self.settings.field(pn.widgets.IntInput, "chains", sizing_mode="stretch_width",
                                           css_classes=["models-chains"])
         self.seed = self.settings.field(pn.widgets.IntInput, "seed", sizing_mode="stretch_width",
@@ -279,7 +279,6 @@ class ModelsView(Viewer):
         self._show_eps()
         self.run_heading = pn.pane.HTML(tr("<b>Run</b>", self.lang), margin=(5, 10))
         self.export_heading = pn.pane.HTML(self._export_text(), margin=(5, 10))
-        self._label_settings()
         self.controls = pn.Column(
             self.select, self.info, self.run_heading,
             pn.Row(self.play, self.step, self.reset),
@@ -296,10 +295,6 @@ class ModelsView(Viewer):
         return tr("<b>Export</b> <span style='font-size:12px;color:#555'>(the metric's history of both samplers, at "
                   "most 2000 points each, and the settings; the URL holds the configuration)</span>", self.lang)
 
-    def _label_settings(self) -> None:
-        self.chains.name = tr("Chains", self.lang)
-        self.seed.name = tr("Seed (data and chains)", self.lang)
-
     @param.depends("lang", watch=True)
     def _relabel(self) -> None:
         """Another language: every word of the page; the run, its curves and the fields' values stay."""
@@ -310,7 +305,7 @@ class ModelsView(Viewer):
         self.csv.label, self.json.label = tr("Metric (CSV)", lang), tr("Metric (JSON)", lang)
         self.run_heading.object = tr("<b>Run</b>", lang)
         self.export_heading.object = self._export_text()
-        self._label_settings()
+        self.settings.relabel(lang)
         self._show_eps()
         self.plot.relabel(self.lab.runs, lang)
         self.info.object = model_info(self.lab, lang)
