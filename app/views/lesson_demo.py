@@ -28,7 +28,7 @@ from samplers.registry import REGISTRY
 
 from ..model.config import LabConfig
 from ..model.demo_spec import control_sides, readouts
-from ..model.i18n import DEFAULT_LANG, LANGS, tr
+from ..model.i18n import DEFAULT_LANG, LANGS, tr, tr_message
 from ..model.lab import Lab
 from ..model.presets import default_params, potential_names, validate_params
 from ..model.urlstate import apply_query, parse_search, to_query
@@ -60,7 +60,8 @@ def describe(cfg: LabConfig, sides=None, lang: str = DEFAULT_LANG) -> str:
                   else title_a]
         if cfg.compare:
             titles.append(REGISTRY[cfg.sampler_b].title)
-    who = tr(" beside ", lang).join(f"<b>{html.escape(t)}</b>" for t in titles)
+    # a sampler's title as the lab words it (the catalogue's entry, or its template for a built side's title)
+    who = tr(" beside ", lang).join(f"<b>{html.escape(tr_message(t, lang))}</b>" for t in titles)
     return tr("{who} on <b>{potential}</b>, {chains} chains, seed {seed}", lang, who=who,
               potential=html.escape(cfg.potential), chains=cfg.chains, seed=cfg.seed)
 
