@@ -53,6 +53,11 @@ def intro(lang: str = DEFAULT_LANG) -> str:
               "rounded to four significant digits; the CSV files hold every digit.</p>", lang)
 
 
+def _record(lang: str) -> str:
+    """In another language, what the evidence that follows is: the run's own record, in English."""
+    return "" if lang == DEFAULT_LANG else tr("The run's record (in English): ", lang)
+
+
 def _en(text: str, lang: str) -> str:
     """Escaped text the run wrote in English (its numbers and their words), marked so in another language."""
     return html.escape(text) if lang == DEFAULT_LANG else f"<span lang='en'>{html.escape(text)}</span>"
@@ -189,7 +194,7 @@ def figure_view(fig: Figure, lang: str = DEFAULT_LANG) -> pn.Column:
         items = "".join(
             f"<li class='{css[v.holds]}'><span class='mark' aria-hidden='true'>{v.mark}</span>"
             f"<span class='verdict-word'>{html.escape(v.word_in(lang))}:</span> {html.escape(v.claim)}"
-            f"<div class='evidence'>{_en(v.evidence, lang)}"
+            f"<div class='evidence'>{_record(lang)}{_en(v.evidence, lang)}"
             + (" " + tr("Decided by: {interval}.", lang, interval=_en(v.decides, lang)) if v.decides else "")
             + "</div></li>"
             for v in fig.verdicts)
