@@ -195,9 +195,11 @@ def html_text(text: str) -> list[str]:
 
 
 def bokeh_texts(model) -> list[str]:
-    from bokeh.models import Axis, ColorBar, LegendItem, Title
+    from bokeh.models import Axis, ColorBar, LegendItem, Title, Tool
     out = []
     for m in model.references():
+        if isinstance(m, Tool):           # its tooltip: Bokeh's English name unless the app words it
+            out.append(m.description or type(m).__name__)
         if isinstance(m, Title):
             out.append(m.text)
         elif isinstance(m, Axis) and isinstance(m.axis_label, str):

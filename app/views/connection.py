@@ -13,7 +13,13 @@ the page needs.
 """
 from bokeh.models import CustomJS
 
-MESSAGE = "The connection to the server was lost: this page no longer updates."
+from ..model.i18n import LANGS, N_, tr
+
+MESSAGE = N_("The connection to the server was lost: this page no longer updates.")
+RECONNECT = N_("Reconnect")
+# the banner is drawn in the browser, after the server has gone: in the language <html lang> says (page.py keeps
+# it in step with the language switch)
+WORDS = {lang: {"message": tr(MESSAGE, lang), "reconnect": tr(RECONNECT, lang)} for lang in LANGS}
 
 # idempotent: Bokeh may report the loss more than once (one per reconnection attempt)
 SHOW_BANNER = """
@@ -24,11 +30,12 @@ banner.setAttribute('role', 'alert')
 banner.style.cssText = 'position:fixed;top:0;left:0;right:0;z-index:100000;padding:10px 16px;' +
   'background:#b00020;color:#fff;font:15px/1.4 system-ui,sans-serif;display:flex;gap:12px;align-items:center;' +
   'justify-content:center;box-shadow:0 2px 6px rgba(0,0,0,.3)'
+const say = words[document.documentElement.lang] || words['en']
 const text = document.createElement('span')
-text.textContent = message
+text.textContent = say.message
 const button = document.createElement('button')
 button.type = 'button'
-button.textContent = 'Reconnect'
+button.textContent = say.reconnect
 button.style.cssText = 'font:inherit;font-weight:600;padding:4px 14px;border:0;border-radius:4px;cursor:pointer'
 button.addEventListener('click', () => window.location.assign(window.location.href))
 banner.append(text, button)
@@ -38,4 +45,4 @@ document.body.append(banner)
 
 def watch_connection(doc):
     """Show the banner on this session's page when its connection to the server is lost."""
-    doc.js_on_event("connection_lost", CustomJS(args={"message": MESSAGE}, code=SHOW_BANNER))
+    doc.js_on_event("connection_lost", CustomJS(args={"words": WORDS}, code=SHOW_BANNER))

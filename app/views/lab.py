@@ -18,7 +18,7 @@ from panel.viewable import Viewer
 
 from ..model.design import DESIGN, uses_design
 from ..model.exports import csv_tables, file_name, npz_arrays, write_csv, write_npz
-from ..model.i18n import DEFAULT_LANG, LANGS, tr, tr_message
+from ..model.i18n import DEFAULT_LANG, LANGS, N_, tr, tr_message
 from ..model.lab import RESIDUAL_OK, Lab
 from ..model.presets import differences
 from ..model.urlstate import to_query
@@ -153,7 +153,7 @@ def same_and_different(sides, lang: str = DEFAULT_LANG) -> str:
     shared, differ = differences(sides)
     if len(sides) != 2:
         return ""
-    name = {"eps": "ε"}
+    name = {"eps": "ε", "step size": tr(N_("step size"), lang)}     # the rest are parameters' names (links')
     same = ", ".join(f"{name.get(k, k)} = {html.escape(v)}" for k, v in shared.items() if k in ("eps", "h", "M", "C"))
     out = (tr("Same target, V, chains and seed; {same}.", lang, same=same) if same
            else tr("Same target, V, chains and seed.", lang))

@@ -14,7 +14,7 @@ from panel.viewable import Viewer
 from ..model.i18n import DEFAULT_LANG, LANGS, N_, tr, tr_message
 from ..model.lab import Lab
 from ..model.ladder import LadderJob
-from .plots import LOG_TICKS_JS, RUN_COLORS, new_figure
+from .plots import LOG_TICKS_JS, RUN_COLORS, new_figure, tool_words
 
 POLL_MS = 250
 
@@ -74,6 +74,7 @@ class LadderView(Viewer):
             f.yaxis[0].axis_label = tr(label, lang)
             for item, slope in zip(f.legend[0].items[2:], (1, 2)):
                 item.label = dict(value=tr("slope {slope}", lang, slope=slope))
+        tool_words(self.figs, lang)
         self._say(*self._status)
 
     def _say(self, text: str, color: str = "#444") -> None:

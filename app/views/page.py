@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 import panel as pn
 import param
-from bokeh.models import CustomJS
+from bokeh.models import CustomJS, TabPanel
 from panel.viewable import Viewer
 
 from ..model.config import LabConfig
@@ -160,7 +160,8 @@ class AppView(Viewer):
         self.autoplay = query.get("play", "") in ("1", "true")
         self._location = None
         self._last_search = None
-        self.heading = pn.pane.HTML(sizing_mode="stretch_width", margin=(5, 10), css_classes=["page-heading"])
+        self.heading = pn.pane.HTML(sizing_mode="stretch_width", margin=(5, 10), css_classes=["page-heading"],
+                                    styles={"flex": "1 1 320px", "min-width": "0"})
         self.present_button = pn.widgets.Toggle(name="Present", value=query.get("present", "") in ("1", "true"),
                                                 width=90, margin=(8, 10), css_classes=["present-toggle"])
         # the switch's label names it in both languages: a reader of either finds it
@@ -170,7 +171,9 @@ class AppView(Viewer):
         self.lang_select.jscallback(value="document.documentElement.lang = cb_obj.value === '日本語' || "
                                           "cb_obj.value === 'ja' ? 'ja' : 'en';")
         self.lang_select.param.watch(lambda e: setattr(self, "lang", e.new), "value")
-        self.header = pn.Row(self.heading, self.lang_select, self.present_button, sizing_mode="stretch_width")
+        # on a phone the switch and the Present button go under the app's name (a row would squeeze the name)
+        self.header = pn.FlexBox(self.heading, self.lang_select, self.present_button, flex_wrap="wrap",
+                                 sizing_mode="stretch_width")
         if self.link_notice.visible:
             self.header = pn.Column(self.header, self.link_notice, sizing_mode="stretch_width")
         # first among the watchers of `active`: the others read the section being shown
@@ -233,10 +236,17 @@ class AppView(Viewer):
                 view.lang = self.lang
         titles = [tr(title, self.lang) for title in TITLES]
         self.tabs._names[:] = titles
-        # a tab's title lives on its Bokeh panel, which Panel reuses for an object it already shows
-        for model, _parent in list(self.tabs._models.values()):
-            for panel, title in zip(model.tabs, titles):
-                panel.title = title
+        # a tab's title lives on its Bokeh TabPanel, which Panel reuses for an object it already shows and
+        # BokehJS does not redraw when only its title changes: new TabPanels around the same children (their
+        # views, the sections' figures among them, are kept), and Panel told of them
+        for ref, (model, _parent) in list(self.tabs._models.items()):
+            panels = self.tabs._panels.get(ref, {})
+            new = [TabPanel(title=title, name=old.name, child=old.child, closable=old.closable)
+                   for old, title in zip(model.tabs, titles)]
+            for key, old in list(panels.items()):
+                if old in model.tabs:
+                    panels[key] = new[model.tabs.index(old)]
+            model.tabs = new
         self._nav_ignored(self._nav_errors)
         self._on_present()
         if self._location is not None:

@@ -128,6 +128,20 @@ def new_figure(title, height, **kw):
     return p
 
 
+# the toolbar's tooltips (Bokeh's English names when None)
+TOOL_WORDS = {"PanTool": N_("Pan"), "WheelZoomTool": N_("Wheel Zoom"), "ResetTool": N_("Reset view"),
+              "SaveTool": N_("Save as PNG")}
+
+
+def tool_words(figs, lang: str) -> None:
+    """The figures' tool tips in the language."""
+    for f in figs:
+        for tool in f.toolbar.tools:
+            words = TOOL_WORDS.get(type(tool).__name__)
+            if words is not None:
+                tool.description = None if lang == DEFAULT_LANG else tr(words, lang)
+
+
 def text_size(figs, present: bool) -> None:
     """Titles, tick labels, axis labels and legends at the normal or the presentation sizes (TEXT_SIZES)."""
     size = TEXT_SIZES[bool(present)]
@@ -314,6 +328,7 @@ class RunPlots:
         for model, attr, text, fields in self._texts:
             words = tr(text, lang, title=self.title, **fields).strip()
             setattr(model, attr, dict(value=words) if attr == "label" else words)
+        tool_words(self.figures, lang)
 
     def _add_ensemble(self, K):
         """The ensemble's points and, on top, the highlighted chains: the first K rows of the same source."""
@@ -599,6 +614,7 @@ class KLHistory:
     def relabel(self, lang: str, labels=None) -> None:
         self.fig.title.text = tr("KL to the exact density (log scale)", lang)
         self.fig.xaxis[0].axis_label = tr("step", lang)
+        tool_words([self.fig], lang)
         for item, label in zip(self.legend.items, labels or []):
             item.label = dict(value=label)
 

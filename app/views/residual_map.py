@@ -19,7 +19,7 @@ from samplers.engine.stationarity import map_planes, residual_map
 from ..model.i18n import DEFAULT_LANG, LANGS, N_, tr, tr_message
 from ..model.lab import RESIDUAL_OK, Lab
 from ..model.runner import Failure
-from .plots import new_figure
+from .plots import new_figure, tool_words
 
 GRID = 61
 PALETTE = list(RdBu11)       # Bokeh's RdBu runs blue to red: blue, mass destroyed; white, zero; red, created
@@ -81,6 +81,7 @@ class ResidualMapView(Viewer):
         self.lines = ColumnDataSource(dict(xs=[], ys=[]), name="residual-current")
         self.fig.multi_line("xs", "ys", source=self.lines, line_color="#333", line_alpha=0.55, line_width=1)
         self.fig.add_layout(ColorBar(color_mapper=self.mapper, width=10, title="∂ₜp"), "right")
+        tool_words([self.fig], self.lang)
         self.caption = pn.pane.HTML("", sizing_mode="stretch_width", css_classes=["residual-map-caption"],
                                     margin=(0, 10))
         self.pane = pn.pane.Bokeh(self.fig, sizing_mode="stretch_width")
@@ -149,6 +150,7 @@ class ResidualMapView(Viewer):
 
     def _words(self) -> None:
         self.fig.title.text = tr("∂ₜp at p = e^(−H)", self.lang)
+        tool_words([self.fig], self.lang)
         self.caption.object = self._caption_html()
 
     def _caption_html(self) -> str:
