@@ -67,9 +67,9 @@ def models_summary(lab: ModelsLab, values=None, lang: str = DEFAULT_LANG) -> str
     sides = []
     for side, v in zip(runs.sides, values):
         color = RUN_COLORS.get(side.label, "#1f77b4")
-        label = side.label.lower()
+        label, title = side.label.lower(), html.escape(tr_message(side.title, lang))
         sides.append(f"<div style='border-left:6px solid {color};padding:2px 10px;flex:1 1 200px;min-width:0'>"
-                     f"<div style='font-size:14px;font-weight:600'>{side.label}: {html.escape(side.title)}</div>"
+                     f"<div style='font-size:14px;font-weight:600'>{side.label}: {title}</div>"
                      f"<div style='font-size:20px;font-family:monospace'><b data-models='value-{label}'>"
                      f"{fmt(v, 4)}</b></div></div>")
     rate = lab.rate
@@ -166,8 +166,6 @@ class MetricPlot:
         self.relabel(runs)
         # where the curves are not: they start high and fall (lower is better) or start low and rise
         self.legend.location = "top_right" if runs.model.lower_is_better else "bottom_right"
-        for item, side in zip(self.legend.items, runs.sides):
-            item.label = dict(value=f"{RUN_MARKS[side.label]} {side.label}: {side.title}")
         self.add(True, *runs.take_points()[1:])
 
     def relabel(self, runs, lang: str | None = None) -> None:
@@ -176,6 +174,8 @@ class MetricPlot:
         self.fig.xaxis.axis_label = tr("step", self.lang)
         if runs is None:
             return
+        for item, side in zip(self.legend.items, runs.sides):
+            item.label = dict(value=f"{RUN_MARKS[side.label]} {side.label}: {tr_message(side.title, self.lang)}")
         metric = tr(runs.model.metric_name, self.lang)
         self.fig.title.text = tr("{metric} against steps", self.lang, metric=metric)
         self.fig.yaxis.axis_label = metric
