@@ -144,6 +144,7 @@ def test_the_page_reads_in_japanese_on_a_desktop_and_a_phone(page, server, axe, 
         page.wait_for_timeout(300)
         text = seen(page, root)
         share = japanese_share(text)
+        print(f"{name} at {size}: {share:.0%} of the words Japanese")      # shown with -s
         assert share >= 0.6, f"{name} at {size}: {share:.0%} of the words are Japanese: {text[:600]}"
         # a phone's page is not wider than the phone
         assert page.evaluate("() => document.documentElement.scrollWidth") <= VIEWPORTS[size]["width"] + 1
