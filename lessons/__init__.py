@@ -35,11 +35,17 @@ Links between pages are relative (`[next](03-completeness.md)`). Helpers for a r
             ...  # ("markdown", text) or ("check", name); run_check(name) -> the check's result
 
 The pages ship inside the package (package data), so an installed copy finds them too.
+
+Translations: `lessons/<lang>/NN-name.md` (format in `lessons/ja/README.md`) holds a page's words only, a front
+matter of `title` and `summary` and a body in which a line `{{eq:k}}` stands for the English body's k-th display
+equation. `load_lessons(lang="ja")` gives each English page with that title, summary and body (its equations put
+back), sharing the English page's demo, checks, controls and plots (the same objects, not copies); a page whose
+translation is missing or breaks the format is given in English.
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import yaml
@@ -50,9 +56,12 @@ CHECK_LINE = re.compile(r"^[ \t]*\{\{check:([A-Za-z_][A-Za-z0-9_]*)\}\}[ \t]*$",
 DEMO_LINE = re.compile(r"^[ \t]*\{\{demo\}\}[ \t]*$", re.M)
 LADDER_LINE = re.compile(r"^[ \t]*\{\{(ladder)\}\}[ \t]*$", re.M)
 MARK_LINE = re.compile(f"{CHECK_LINE.pattern}|{DEMO_LINE.pattern}|{LADDER_LINE.pattern}", re.M)
+EQ_LINE = re.compile(r"^[ \t]*\{\{eq:([0-9]+)\}\}[ \t]*$", re.M)
 PAGES = "[0-9][0-9]-*.md"                  # the pages' file names, as a glob
+LANGS = ("en", "ja")                       # "en": the pages themselves; others: lessons/<lang>/
 
-__all__ = ["Lesson", "parse_lesson", "load_lessons", "run_check", "FOLDER", "PAGES"]
+__all__ = ["Lesson", "parse_lesson", "load_lessons", "translate", "with_equations", "markers", "run_check",
+           "FOLDER", "PAGES", "LANGS"]
 
 
 @dataclass
@@ -67,6 +76,7 @@ class Lesson:
     body: str          # Markdown after the front matter
     controls: list = field(default_factory=list)   # what the embedded demo lets the reader set (V, C, eps...)
     plots: list = field(default_factory=list)      # the figures it shows (app/model/demo_spec.py names them)
+    lang: str = "en"   # the language of title, summary and body
 
     def segments(self) -> list[tuple[str, str]]:
         """The body cut at its check, demo and ladder lines: [("markdown", text), ("check", name), ("demo", ""),
@@ -100,17 +110,62 @@ def parse_lesson(path) -> Lesson:
                   [str(p) for p in meta.get("plots") or []])
 
 
-def load_lessons(folder=FOLDER, strict: bool = True) -> list[Lesson]:
-    """Every `NN-*.md` page in folder, sorted by `order`; strict=False leaves out pages that do not
-    parse (the app shows the rest rather than fail on one bad file)."""
+def load_lessons(folder=FOLDER, strict: bool = True, lang: str = "en") -> list[Lesson]:
+    """Every `NN-*.md` page in folder, sorted by `order`, in `lang` where `folder/lang/` has its translation;
+    strict=False leaves out pages that do not parse and gives a page whose translation does not in English (the
+    app shows the rest rather than fail on one bad file)."""
     pages = []
     for path in Path(folder).glob(PAGES):
         try:
-            pages.append(parse_lesson(path))
+            page = parse_lesson(path)
         except (ValueError, TypeError, OSError, yaml.YAMLError):
             if strict:
                 raise
+            continue
+        if lang != "en" and (Path(folder) / lang / path.name).exists():
+            try:
+                page = translate(page, Path(folder) / lang / path.name, lang)
+            except (ValueError, TypeError, OSError, yaml.YAMLError):
+                if strict:
+                    raise
+        pages.append(page)
     return sorted(pages, key=lambda x: (x.order, x.slug))
+
+
+def markers(body: str) -> list[str]:
+    """The body's demo, ladder and check lines in order, as written between the braces."""
+    return [m.group(0).strip()[2:-2] for m in MARK_LINE.finditer(body)]
+
+
+def with_equations(body: str, english: str, name: str = "page") -> str:
+    """A translated body with each `{{eq:k}}` line replaced by the English body's k-th display block ($$...$$,
+    verbatim). Raises ValueError unless the lines are {{eq:1}}..{{eq:K}} in order, K the English blocks."""
+    parts = english.split("$$")
+    if len(parts) % 2 == 0:
+        raise ValueError(f"{name}: the English page has an odd number of $$")
+    blocks = [f"$${parts[i]}$$" for i in range(1, len(parts), 2)]
+    found = [int(m.group(1)) for m in EQ_LINE.finditer(body)]
+    if found != list(range(1, len(blocks) + 1)) or "$$" in body:
+        raise ValueError(f"{name}: equation lines {found}, the English page has {len(blocks)} display blocks")
+    # a function as the replacement: the blocks' backslashes are TeX, not regex escapes
+    return EQ_LINE.sub(lambda m: blocks[int(m.group(1)) - 1], body)
+
+
+def translate(page: Lesson, path, lang: str) -> Lesson:
+    """The English page in another language: the translation's title, summary and body (its equations the
+    English ones), everything that runs shared with `page`. Raises ValueError if the translation breaks the
+    format (other front-matter keys, other marker lines, equation lines out of step)."""
+    path = Path(path)
+    m = FRONT_MATTER.match(path.read_text(encoding="utf-8"))
+    if not m:
+        raise ValueError(f"{path.name}: no front matter between two '---' lines")
+    meta = yaml.safe_load(m.group(1))
+    if not isinstance(meta, dict) or set(meta) != {"title", "summary"}:
+        raise ValueError(f"{path.name}: the front matter must hold exactly title and summary")
+    body = with_equations(m.group(2), page.body, path.name)
+    if markers(body) != markers(page.body):
+        raise ValueError(f"{path.name}: markers {markers(body)}, the English page has {markers(page.body)}")
+    return replace(page, path=path, title=str(meta["title"]), summary=str(meta["summary"]), body=body, lang=lang)
 
 
 def run_check(name: str, quick: bool = True) -> dict:

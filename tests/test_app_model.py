@@ -294,7 +294,8 @@ def test_the_errata_page_follows_the_lessons_and_their_links_reach_it(tmp_path):
     assert errata_page(tmp_path / "missing.md") is None
     from app.views.lessons import _markdown
     text = _markdown("[errata E1](../docs/errata.md#e1), [lesson 8](../lessons/08-sgrhmc.md), [next](03-b.md#x)").object
-    assert text == ("[errata E1](?tab=lessons&lesson=errata), [lesson 8](?tab=lessons&lesson=08-sgrhmc), "
+    # the entry's anchor kept: the page opens at it (app/views/lessons.py, ANCHOR_JS)
+    assert text == ("[errata E1](?tab=lessons&lesson=errata#e1), [lesson 8](?tab=lessons&lesson=08-sgrhmc), "
                     "[next](?tab=lessons&lesson=03-b)")
 
 

@@ -208,3 +208,158 @@ def test_the_errata_checker_catches_a_broken_page(how):
     broken = ERRATA_BROKEN[how](read(ERRATA_JA))
     assert broken != read(ERRATA_JA), f"the mutation '{how}' did not apply"
     assert errata_problems(broken, read(ERRATA)), f"'{how}' passed the checker"
+
+
+# -- the loader: a lesson read in Japanese is the English lesson with the Japanese words --------------------------
+def _runs(lesson) -> list:
+    """What a page runs, in its order: its demo, ladder and check lines (the Markdown between them left out)."""
+    return [seg for seg in lesson.segments() if seg[0] != "markdown"]
+
+
+def test_every_lesson_in_japanese_has_the_demos_ladders_and_checks_of_its_english_version():
+    """Issue 31: a lesson whose Japanese version lacks a demo, a ladder or a check its English version has fails
+    here, as the app loads it (lessons.translate refuses it and the app would show it in English)."""
+    from app.model.content import list_lessons
+    english, japanese = list_lessons(), list_lessons(lang="ja")
+    assert [p.slug for p in japanese] == [p.slug for p in english]
+    for en, ja in zip(english, japanese):
+        assert ja.lang == "ja", f"{en.slug}: not loaded in Japanese (its translation was refused)"
+        assert _runs(ja) == _runs(en), f"{en.slug}: {_runs(ja)} in Japanese, {_runs(en)} in English"
+        # shared, not copied: the same demo, checks, controls and plots objects
+        assert ja.demo is en.demo and ja.checks is en.checks and ja.controls is en.controls and ja.plots is en.plots
+        assert ja.body.count("$$") == en.body.count("$$") and ja.title != en.title and ja.summary != en.summary
+
+
+def _ja_lesson(slug: str, mutate=lambda t: t):
+    import lessons
+    en = lessons.parse_lesson(LESSONS / f"{slug}.md")
+    path = JA / f"{slug}.md"
+    return en, lambda tmp: lessons.translate(en, _write(tmp / path.name, mutate(read(path))), "ja")
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+LOADER_BROKEN = {
+    "the ladder removed": ("05-sghmc", lambda t: t.replace("{{ladder}}\n", "", 1)),
+    "the demo removed": ("05-sghmc", lambda t: t.replace("{{demo}}\n", "", 1)),
+    "a check removed": ("05-sghmc", lambda t: t.replace("{{check:sghmc_friction}}\n", "", 1)),
+    "an equation line left out": ("05-sghmc", lambda t: t.replace("{{eq:2}}\n", "", 1)),
+    "a demo setting in the front matter": ("08-sgrhmc",
+                                           lambda t: t.replace("---\ntitle:", "---\nchecks: []\ntitle:", 1)),
+}
+
+
+@pytest.mark.parametrize("how", sorted(LOADER_BROKEN))
+def test_the_loader_refuses_a_japanese_page_that_lacks_what_its_english_page_runs(how, tmp_path):
+    slug, mutate = LOADER_BROKEN[how]
+    en, load = _ja_lesson(slug)
+    ja = load(tmp_path)
+    assert _runs(ja) == _runs(en)                 # the page as it is loads
+    _, load_broken = _ja_lesson(slug, mutate)
+    assert read(JA / f"{slug}.md") != mutate(read(JA / f"{slug}.md")), f"the mutation '{how}' did not apply"
+    with pytest.raises(ValueError):
+        load_broken(tmp_path)
+
+
+def test_a_broken_translation_is_shown_in_english_and_the_completeness_test_catches_it(tmp_path):
+    """The app keeps going on a bad translation (the English page), and the test above fails on it."""
+    import shutil
+
+    from app.model.content import list_lessons
+    for p in LESSONS.glob("[0-9][0-9]-*.md"):
+        shutil.copy(p, tmp_path / p.name)
+    (tmp_path / "ja").mkdir()
+    for p in JA_PAGES:
+        text = read(p)
+        _write(tmp_path / "ja" / p.name, text.replace("{{ladder}}\n", "", 1) if p.stem == "08-sgrhmc" else text)
+    pages = {p.slug: p for p in list_lessons(tmp_path, lang="ja")}
+    assert pages["08-sgrhmc"].lang == "en" and pages["05-sghmc"].lang == "ja"
+
+
+def test_the_japanese_errata_and_glossary_load_with_the_english_equations():
+    from app.model.content import errata_page, glossary_page
+    en, ja = errata_page(), errata_page(lang="ja")
+    assert ja.lang == "ja" and ja.slug == en.slug and ja.title != en.title
+    blocks = lambda body: body.split("$$")[1::2]
+    assert blocks(ja.body) == blocks(en.body)
+    assert re.findall(r'<a id="(e\d+)"></a>', ja.body) == re.findall(r'<a id="(e\d+)"></a>', en.body)
+    assert glossary_page(lang="ja").lang == "ja"
+
+
+def test_links_in_japanese_pages_keep_the_language_and_the_errata_entry():
+    from app.views.lessons import _markdown
+    text = ("[第4講](04-stochastic-gradients.md) [正誤表 E13](../docs/errata.md#e13) [用語集](glossary.md) "
+            "[E2](#e2) [ラボ](?tab=lab&s=sgld)")
+    out = _markdown(text, lang="ja").object
+    assert "](?tab=lessons&lesson=04-stochastic-gradients&lang=ja)" in out
+    assert "](?tab=lessons&lesson=errata&lang=ja#e13)" in out
+    assert "](?tab=lessons&lesson=glossary&lang=ja)" in out
+    assert "](?tab=lessons&lesson=errata&lang=ja#e2)" in out
+    assert "](?tab=lab&s=sgld&lang=ja)" in out
+    assert "](?tab=lessons&lesson=errata#e13)" in _markdown(text).object     # English: the anchor kept too
+
+
+# -- the pages' words: every claim, title and model of the Paper figures and Models pages has its Japanese -------
+def test_every_claim_title_and_number_of_the_paper_figures_has_a_japanese_entry():
+    """A claim's id is its English text (app/locale/ja/pages-claims.toml): a reworded claim fails here."""
+    from app.model.figures import catalogue, in_lang
+    from app.model.i18n import catalogue as entries
+    ja = entries("ja")
+    figures = [f for p in catalogue().papers for f in p.figures]
+    assert sum(len(f.verdicts) for f in figures) >= 30
+    missing = [text for f in figures for text in (f.title, f.source, f.paper_numbers, *(v.claim for v in f.verdicts))
+               if text and text not in ja]
+    assert not missing, f"no Japanese entry for {missing}"
+    for f in figures:
+        shown = in_lang(f, "ja")
+        assert all(japanese_share(v.claim) > 0.3 for v in shown.verdicts), f.name
+        assert [v.word_in("ja") for v in shown.verdicts] == [
+            {True: "成り立つ", False: "成り立たない", None: "ここでは判定できない"}[v.holds] for v in f.verdicts]
+
+
+def test_every_model_of_the_models_page_has_its_title_and_metric_in_japanese():
+    from app.model.i18n import catalogue as entries
+    from app.model.models import model_options
+    ja = entries("ja")
+    assert not [title for title in model_options() if title not in ja]
+    # the built models' own titles and metrics (samplers/targets: LiveModel's fields)
+    import ast
+    for module in ("data", "dpmixture", "lda", "models"):
+        tree = ast.parse((ROOT / "samplers" / "targets" / f"{module}.py").read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.keyword) and node.arg in ("title", "metric_name") and \
+                    isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+                assert node.value.value in ja, f"{module}: {node.value.value!r}"
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "LiveModel" and len(node.args) > 4:
+                for arg in (node.args[1], node.args[4]):
+                    if isinstance(arg, ast.Constant):
+                        assert arg.value in ja, f"{module}: {arg.value!r}"
+
+
+def test_the_models_pages_messages_read_in_japanese():
+    """The model writes its messages in English; the page shows them through the catalogue's templates."""
+    from app.views.models import model_message as tr_message
+    diverged = "12 of 300 chains of sghmc diverged by step 40 and were frozen (left out of the metric)"
+    assert tr_message(diverged + " — try a smaller step size, e.g. 0.0025.", "ja") == (
+        "sghmc の鎖 300 本のうち 12 本がステップ 40 までに発散し、凍結した(評価指標から除外)。"
+        "より小さなステップ幅、たとえば 0.0025 を試すこと。")
+    assert tr_message(diverged + ".", "ja").startswith("sghmc の鎖 300 本のうち 12 本")
+    assert tr_message("the model could not be built: the session ended", "ja") == \
+        "モデルを構築できなかった: セッションが終わった"
+
+
+def test_switching_the_language_keeps_a_lesson_demo_and_rewords_it():
+    from app.views.lessons import LessonsView
+    view = LessonsView("05-sghmc", lang="ja")
+    demo = view.demo
+    assert "ライブデモ" in demo.header.object and "lang=ja" in demo.lab_href
+    assert "ここでデモを実行" in demo.start_button.name
+    view.lang = "en"
+    assert view.demo is demo and "Live demo" in demo.header.object and "lang=" not in demo.lab_href
+    assert list(view.select.options)[4] == "SGHMC and its friction" and view.select.value == "05-sghmc"
+    view.lang = "ja"
+    assert view.demo is demo and list(view.select.options)[4] == "SGHMC とその摩擦項"
+    view.stop()

@@ -4,10 +4,17 @@ its paper, title and claims with their verdicts, and its table rounded for readi
 Titles, sources and papers come from the library's table of reproductions; the verdicts come from the
 JSON each reproduction writes next to its figure (the numbers our run produced, never the docs' Markdown).
 Files that belong to no reproduction are kept apart, to be listed by name.
+
+In another language (`in_lang`) the titles, sources, claims and the paper's numbers go through the catalogue,
+keyed by their English text as the reproduction writes it (app/locale/ja/pages-claims.toml): a claim's id is
+its text, so a claim whose wording changes in a rerun has no entry and is shown in English (and the
+completeness test in tests/test_lessons_ja.py fails) rather than under a stale translation. The evidence and
+the interval that decides a verdict are the run's numbers in the run's words: they stay in English.
 """
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import math
@@ -18,6 +25,7 @@ from samplers.reproduce import REPRODUCTIONS
 from samplers.reproduce.base import verdict_word
 
 from .content import ASSETS_DIR, IMAGE_EXT, MAX_FILE_BYTES, TABLE_EXT
+from .i18n import DEFAULT_LANG, tr
 
 SIGNIFICANT = 4
 MAX_ROWS = 200
@@ -39,6 +47,11 @@ class Verdict:
     @property
     def word(self) -> str:
         return verdict_word(self.holds)
+
+    def word_in(self, lang: str = DEFAULT_LANG) -> str:
+        """The verdict's word in the language (the library's words, through the catalogue)."""
+        return {True: tr("holds", lang), False: tr("does not hold", lang),
+                None: tr("not decidable here", lang)}[self.holds]
 
 
 def _holds(value) -> bool | None:
@@ -113,6 +126,16 @@ def _verdicts(summary: dict) -> tuple[Verdict, ...]:
 def _settings(summary: dict) -> tuple[tuple[str, str], ...]:
     settings = summary.get("settings")
     return tuple((str(k), str(v)) for k, v in settings.items()) if isinstance(settings, dict) else ()
+
+
+def in_lang(fig: Figure, lang: str = DEFAULT_LANG) -> Figure:
+    """The figure with its title, source, claims and the paper's numbers in the language, where the catalogue
+    has them (the English text where it has not)."""
+    if lang == DEFAULT_LANG:
+        return fig
+    claims = tuple(dataclasses.replace(v, claim=tr(v.claim, lang)) for v in fig.verdicts)
+    return dataclasses.replace(fig, title=tr(fig.title, lang), source=tr(fig.source, lang), verdicts=claims,
+                               paper_numbers=tr(fig.paper_numbers, lang) if fig.paper_numbers else "")
 
 
 def catalogue(folder: Path = ASSETS_DIR) -> Catalogue:

@@ -1,6 +1,7 @@
 """The Paper figures section: each reproduction under its paper, with its title, the claims it tests
 and their verdicts, its figure with a caption, its table rounded for reading, and its files to download;
-files no reproduction wrote follow under "Other files"."""
+files no reproduction wrote follow under "Other files". `lang` is the language of its words (the claims and
+titles through the catalogue, app/model/figures.py: in_lang); changing it redraws the section."""
 from __future__ import annotations
 
 import html
@@ -13,8 +14,8 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
-from ..model.figures import Catalogue, Figure, PlotTable, catalogue, display_table, plot_table, preview
-from ..model.i18n import DEFAULT_LANG, LANGS
+from ..model.figures import Catalogue, Figure, PlotTable, catalogue, display_table, in_lang, plot_table, preview
+from ..model.i18n import DEFAULT_LANG, LANGS, tr
 
 STYLE = """
 :host { font-size: 14px; line-height: 1.45; }
@@ -41,12 +42,25 @@ table.asset-table th, table.asset-table td { border-bottom: 1px solid #e3e3e3; p
 table.asset-table th { text-align: left; background: #f6f6f6; font-weight: 600; }
 table.asset-table td.num { text-align: right; }
 """
-INTRO = ("<p>The sources' experiments, rerun by this project (<code>python -m samplers reproduce all</code>). "
-         "Under each figure, the claims of the paper it tests: <b>✓</b> the claim holds in our run, <b>✗</b> it "
-         "does not, <b>?</b> our numbers cannot decide it (the difference is within their Monte Carlo error; the "
-         "interval that would decide it is given), each with the numbers behind the verdict. Tables are rounded "
-         "to four significant digits; the CSV files hold every digit.</p>")
 MAX_WIDTH = 980
+
+
+def intro(lang: str = DEFAULT_LANG) -> str:
+    return tr("<p>The sources' experiments, rerun by this project (<code>python -m samplers reproduce all</code>). "
+              "Under each figure, the claims of the paper it tests: <b>✓</b> the claim holds in our run, <b>✗</b> it "
+              "does not, <b>?</b> our numbers cannot decide it (the difference is within their Monte Carlo error; "
+              "the interval that would decide it is given), each with the numbers behind the verdict. Tables are "
+              "rounded to four significant digits; the CSV files hold every digit.</p>", lang)
+
+
+def _record(lang: str) -> str:
+    """In another language, what the evidence that follows is: the run's own record, in English."""
+    return "" if lang == DEFAULT_LANG else tr("The run's record (in English): ", lang)
+
+
+def _en(text: str, lang: str) -> str:
+    """Escaped text the run wrote in English (its numbers and their words), marked so in another language."""
+    return html.escape(text) if lang == DEFAULT_LANG else f"<span lang='en'>{html.escape(text)}</span>"
 
 
 def _html(text: str, **kw) -> pn.pane.HTML:
@@ -62,32 +76,35 @@ def _is_number(text: str) -> bool:
         return False
 
 
-def table_html(path) -> str:
+def table_html(path, lang: str = DEFAULT_LANG) -> str:
     header, rows, left_out = display_table(path)
     if not header:
         return ""
     head = "".join(f"<th>{html.escape(c)}</th>" for c in header)
     body = "".join("<tr>" + "".join(f"<td class='{'num' if _is_number(c) else 'text'}'>{html.escape(c)}</td>"
                                     for c in r) + "</tr>" for r in rows)
-    more = f"<div class='note'>{left_out} more rows in the CSV file.</div>" if left_out else ""
+    more = (f"<div class='note'>{tr('{n} more rows in the CSV file.', lang, n=left_out)}</div>"
+            if left_out else "")
     # a box that scrolls sideways takes the keyboard's focus, so that its arrow keys scroll it (axe-core:
     # scrollable-region-focusable)
-    label = html.escape(f"{Path(path).stem}: the table, rounded", quote=True)
+    label = html.escape(tr("{name}: the table, rounded", lang, name=Path(path).stem), quote=True)
     return (f"<div class='table-wrap' tabindex='0' role='region' aria-label='{label}'><table class='asset-table'>"
             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{more}")
 
 
-def _downloads(paths) -> pn.FlexBox:
-    label = {".csv": "table (CSV, full precision)", ".png": "figure (PNG)", ".svg": "figure (SVG)"}
+def _downloads(paths, lang: str = DEFAULT_LANG) -> pn.FlexBox:
+    label = {".csv": tr("Download table (CSV, full precision)", lang), ".png": tr("Download figure (PNG)", lang),
+             ".svg": tr("Download figure (SVG)", lang)}
     # a FlexBox, not a Row: a Row is as wide as its buttons together, and widened the page on a phone
     return pn.FlexBox(*[pn.widgets.FileDownload(file=str(p), filename=p.name,
-                                                label=f"Download {label.get(p.suffix.lower(), p.name)}",
+                                                label=label.get(p.suffix.lower(),
+                                                                tr("Download {name}", lang, name=p.name)),
                                                 css_classes=["figure-download"], width=230, margin=(4, 10))
                         for p in paths], flex_wrap="wrap", sizing_mode="stretch_width")
 
 
-def _image(path, caption: str, alt: str = "") -> pn.Column:
-    alt = alt or f"{path.name}: the figure described below"
+def _image(path, caption: str, alt: str = "", lang: str = DEFAULT_LANG) -> pn.Column:
+    alt = alt or tr("{name}: the figure described below", lang, name=path.name)
     pane = (pn.pane.SVG(str(path), alt_text=alt) if path.suffix.lower() == ".svg"
             else pn.pane.Image(str(path), alt_text=alt))
     pane.param.update(sizing_mode="scale_width", max_width=900, styles={"max-width": "100%"}, margin=(4, 10))
@@ -138,12 +155,12 @@ def table_plot(table: PlotTable, metric: str, title: str = "") -> hv.Element:
                                    legend_position="bottom", legend_cols=2, show_grid=True, **value_format, **hover)
 
 
-def plot_view(fig: Figure) -> pn.Column | None:
+def plot_view(fig: Figure, lang: str = DEFAULT_LANG) -> pn.Column | None:
     """The reproduction's table as an interactive plot, with a choice of the column it draws."""
     table = plot_table(fig.table, fig.name) if fig.table is not None else None
     if table is None or not table.metrics:
         return None
-    pick = pn.widgets.Select(name="Column plotted", options={m.replace("_", " "): m for m in table.metrics},
+    pick = pn.widgets.Select(name=tr("Column plotted", lang), options={m.replace("_", " "): m for m in table.metrics},
                              value=table.primary, width=260, margin=(4, 10), css_classes=["figure-metric"])
     # linked_axes off: every figure has a "row" axis, and linked they would share one list of rows
     plot = pn.pane.HoloViews(pn.bind(table_plot, table, pick), backend="bokeh", sizing_mode="stretch_width",
@@ -152,101 +169,124 @@ def plot_view(fig: Figure) -> pn.Column | None:
     return pn.Column(pick, plot, sizing_mode="stretch_width")
 
 
-def _image_card(fig: Figure, caption: str) -> pn.Card:
+def _image_card(fig: Figure, caption: str, lang: str = DEFAULT_LANG) -> pn.Card:
     """The rerun's own drawing, folded: the interactive plot above shows its numbers, and the picture is sent
     (a tenth of a megabyte or more) only when opened."""
-    card = pn.Card(title="The figure as the rerun drew it", collapsed=True, sizing_mode="stretch_width",
+    card = pn.Card(title=tr("The figure as the rerun drew it", lang), collapsed=True, sizing_mode="stretch_width",
                    css_classes=["figure-image-card"], margin=(4, 10))
 
     def opened(event):
         if not event.new and not card.objects:
-            card.objects = [_image(fig.image, caption, f"{fig.title}, as drawn by the rerun")]
+            card.objects = [_image(fig.image, caption, tr("{title}, as drawn by the rerun", lang, title=fig.title),
+                                   lang)]
     card.param.watch(opened, "collapsed")
     return card
 
 
-def figure_view(fig: Figure) -> pn.Column:
+def figure_view(fig: Figure, lang: str = DEFAULT_LANG) -> pn.Column:
+    fig = in_lang(fig, lang)
+    command = f"<code>{html.escape(fig.command)}</code>"
     text = [f"<h3 class='figure-title'>{html.escape(fig.title)}</h3>",
-            f"<div class='source'>{html.escape(fig.source)} · rerun by <code>{html.escape(fig.command)}</code></div>"]
+            f"<div class='source'>{html.escape(fig.source)} · "
+            f"{tr('rerun by {command}', lang, command=command)}</div>"]
     if fig.verdicts:
         css = {True: "holds", False: "fails", None: "undecided"}
         items = "".join(
             f"<li class='{css[v.holds]}'><span class='mark' aria-hidden='true'>{v.mark}</span>"
-            f"<span class='verdict-word'>{v.word}:</span> {html.escape(v.claim)}"
-            f"<div class='evidence'>{html.escape(v.evidence)}"
-            + (f" Decided by: {html.escape(v.decides)}." if v.decides else "") + "</div></li>"
+            f"<span class='verdict-word'>{html.escape(v.word_in(lang))}:</span> {html.escape(v.claim)}"
+            f"<div class='evidence'>{_record(lang)}{_en(v.evidence, lang)}"
+            + (" " + tr("Decided by: {interval}.", lang, interval=_en(v.decides, lang)) if v.decides else "")
+            + "</div></li>"
             for v in fig.verdicts)
         text.append(f"<ul class='verdicts'>{items}</ul>")
     elif not fig.recorded:
-        text.append(f"<p class='note'>No verdicts recorded yet: <code>{html.escape(fig.command)}</code> writes "
-                    "them.</p>")
+        text.append("<p class='note'>" + tr("No verdicts recorded yet: {command} writes them.", lang, command=command)
+                    + "</p>")
     if fig.paper_numbers:
-        text.append(f"<div class='note'>The paper's own numbers: {html.escape(fig.paper_numbers)}</div>")
+        text.append("<div class='note'>" + tr("The paper's own numbers: {numbers}", lang,
+                                              numbers=html.escape(fig.paper_numbers)) + "</div>")
     items = [_html("".join(text))]
-    plot = plot_view(fig)
+    plot = plot_view(fig, lang)
+    title = f"<b>{html.escape(fig.title)}</b>"
     if plot is not None:
-        items += [plot, _html(f"<figcaption>The table of <b>{html.escape(fig.title)}</b>, one column at a time: "
-                              "hover a point for every number of its row, drag or scroll to zoom.</figcaption>")]
+        items += [plot, _html("<figcaption>" + tr("The table of {title}, one column at a time: hover a point for "
+                                                  "every number of its row, drag or scroll to zoom.", lang,
+                                                  title=title) + "</figcaption>")]
     if fig.image is not None:
-        caption = (f"<b>{html.escape(fig.title)}</b>, as our rerun draws it (settings below); the original: "
-                   f"{html.escape(fig.source)}.")
-        items.append(_image(fig.image, caption) if plot is None else _image_card(fig, caption))
+        caption = tr("{title}, as our rerun draws it (settings below); the original: {source}.", lang, title=title,
+                     source=html.escape(fig.source))
+        items.append(_image(fig.image, caption, lang=lang) if plot is None else _image_card(fig, caption, lang))
     if fig.table is not None:
-        items.append(_html(table_html(fig.table), margin=(4, 10)))
+        items.append(_html(table_html(fig.table, lang), margin=(4, 10)))
     if fig.settings:
-        rows = "".join(f"<li><b>{html.escape(k)}</b> = {html.escape(v)}</li>" for k, v in fig.settings)
-        items.append(_html(f"<details><summary>Settings of this run</summary><ul>{rows}</ul></details>"))
+        rows = "".join(f"<li><b>{html.escape(k)}</b> = {_en(v, lang)}</li>" for k, v in fig.settings)
+        items.append(_html(f"<details><summary>{tr('Settings of this run', lang)}</summary><ul>{rows}</ul></details>"))
     if fig.downloads:
-        items.append(_downloads(fig.downloads))
+        items.append(_downloads(fig.downloads, lang))
     return pn.Column(*items, sizing_mode="stretch_width", css_classes=["figure", f"figure-{fig.name}"])
 
 
-def other_files_view(others) -> list:
+def other_files_view(others, lang: str = DEFAULT_LANG) -> list:
     names = "".join(f"<li><code>{html.escape(p.name)}</code></li>" for p in others)
-    items = [_html(f"<h2>Other files</h2><p class='note'>In <code>assets/</code>, written by no reproduction "
-                   f"of the table:</p><ul class='other-files'>{names}</ul>")]
+    items = [_html(tr("<h2>Other files</h2><p class='note'>In <code>assets/</code>, written by no reproduction of "
+                      "the table:</p>", lang) + f"<ul class='other-files'>{names}</ul>")]
     for p in others:
         kind = preview(p, others)
         if kind is None:
             continue
         items.append(_html(f"<h3 class='other-file'><code>{html.escape(p.name)}</code></h3>"))
         if kind == "image":
-            items.append(_image(p, html.escape(p.name)))
+            items.append(_image(p, html.escape(p.name), lang=lang))
         elif kind == "table":
-            items.append(_html(table_html(p)))
+            items.append(_html(table_html(p, lang)))
         else:
             items.append(pn.pane.Markdown(p.read_text(encoding="utf-8", errors="replace"),
                                           sizing_mode="stretch_width"))
-        items.append(_downloads([p]))
+        items.append(_downloads([p], lang))
     return items
 
 
 class FiguresView(Viewer):
     """The sources' figures and tables as the reproductions wrote them to assets/."""
 
-    lang = param.Selector(objects=list(LANGS), default=DEFAULT_LANG)
+    lang = param.Selector(default=DEFAULT_LANG, objects=list(LANGS), doc="the language of the section's words")
 
     def __init__(self, cat: Catalogue | None = None, **params):
         super().__init__(**params)
-        cat = cat if cat is not None else catalogue()
+        self.cat = cat if cat is not None else catalogue()
+        self.body = pn.Column(*self._items(), sizing_mode="stretch_width", max_width=MAX_WIDTH,
+                              css_classes=["figures"])
+
+    def _items(self) -> list:
+        cat, lang = self.cat, self.lang
         if cat.empty:
-            items = [pn.pane.Markdown("## Paper figures\n\nThe figures and tables of the papers, regenerated by this "
-                                      "project, will appear here once they are written to `assets/` "
-                                      "(`python -m samplers reproduce all`).", sizing_mode="stretch_width")]
-        else:
-            verdicts = [v for p in cat.papers for f in p.figures for v in f.verdicts]
-            held, failed = sum(v.holds is True for v in verdicts), sum(v.holds is False for v in verdicts)
-            open_ = len(verdicts) - held - failed
-            count = (f"<p><b>{held} of the {len(verdicts)} claims tested hold</b> in our runs, {failed} do not"
-                     + (f", and {open_} cannot be decided by them" if open_ else "") + ".</p>") if verdicts else ""
-            items = [_html(INTRO + count)]
-            for section in cat.papers:
-                items.append(_html(f"<h2 class='paper'>{html.escape(section.authors)}: <span class='paper-title'>"
-                                   f"{html.escape(section.title)}</span></h2>"))
-                items += [figure_view(f) for f in section.figures]
-            if cat.others:
-                items += other_files_view(cat.others)
-        self.body = pn.Column(*items, sizing_mode="stretch_width", max_width=MAX_WIDTH, css_classes=["figures"])
+            return [pn.pane.Markdown(tr("## Paper figures\n\nThe figures and tables of the papers, regenerated by "
+                                        "this project, will appear here once they are written to `assets/` "
+                                        "(`python -m samplers reproduce all`).", lang), sizing_mode="stretch_width")]
+        verdicts = [v for p in cat.papers for f in p.figures for v in f.verdicts]
+        held, failed = sum(v.holds is True for v in verdicts), sum(v.holds is False for v in verdicts)
+        open_ = len(verdicts) - held - failed
+        count = ""
+        if verdicts:
+            count = "<p>" + (tr("<b>{held} of the {n} claims tested hold</b> in our runs, {failed} do not, and {open} "
+                                "cannot be decided by them.", lang, held=held, n=len(verdicts), failed=failed,
+                                open=open_) if open_ else
+                             tr("<b>{held} of the {n} claims tested hold</b> in our runs, {failed} do not.", lang,
+                                held=held, n=len(verdicts), failed=failed)) + "</p>"
+        items = [_html(intro(lang) + count)]
+        for section in cat.papers:
+            # a paper is cited by its authors and title as published
+            items.append(_html(f"<h2 class='paper'>{html.escape(section.authors)}: <span class='paper-title' "
+                               f"lang='en'>{html.escape(section.title)}</span></h2>"))
+            items += [figure_view(f, lang) for f in section.figures]
+        if cat.others:
+            items += other_files_view(cat.others, lang)
+        return items
+
+    @param.depends("lang", watch=True)
+    def _relabel(self) -> None:
+        """Another language: the section drawn again in it (it holds no run to keep)."""
+        self.body.objects = self._items()
 
     def __panel__(self):
         return self.body

@@ -79,6 +79,9 @@ class LadderView(Viewer):
             f.yaxis[0].axis_label = tr(label, lang)
             for item, slope in zip(f.legend[0].items[2:], (1, 2)):
                 item.label = dict(value=tr("slope {slope}", lang, slope=slope))
+            for hover in f.select(type=HoverTool):
+                side = hover.tooltips[0][1]
+                hover.tooltips = [(tr("sampler", lang), side), ("ε", "@eps{%0.4g}"), (tr(label, lang), "@y{%0.3g}")]
         tool_words(self.figs, lang)
         self._say(*self._status)
 

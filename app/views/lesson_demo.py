@@ -8,6 +8,9 @@ The lesson's front matter names the demo's controls (fields for settings such as
 parameters, one per side that has it) and the extra plots it draws (the kinetic temperature, the thermostat
 ξ); app/model/demo_spec.py checks the page's "Try this" steps against them. Its link into the full lab opens
 the settings the demo runs, edits included.
+
+`lang` is the language of its words (its header, buttons, fields and plot titles); changing it relabels them and
+keeps the run.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import html
 from urllib.parse import urlencode
 
 import panel as pn
+import param
 from bokeh.layouts import column
 from bokeh.models import ColumnDataSource, Range1d
 from bokeh.plotting import figure
@@ -24,6 +28,7 @@ from samplers.registry import REGISTRY
 
 from ..model.config import LabConfig
 from ..model.demo_spec import control_sides, readouts
+from ..model.i18n import DEFAULT_LANG, LANGS, tr, tr_message
 from ..model.lab import Lab
 from ..model.presets import default_params, potential_names, validate_params
 from ..model.urlstate import apply_query, parse_search, to_query
@@ -43,23 +48,29 @@ def embedded_config(query: str) -> tuple[LabConfig, list[str]]:
     return cfg, errors
 
 
-def describe(cfg: LabConfig, sides=None) -> str:
+def describe(cfg: LabConfig, sides=None, lang: str = DEFAULT_LANG) -> str:
     """Who runs, by title: the built sides' titles (which say what an edit changed), or before the run is
-    built (building it costs the server) the registered titles."""
+    built (building it costs the server) the registered titles. The titles are the samplers' names (as in
+    the lessons, in either language)."""
     if sides:
         titles = [side.title for side in sides]
     else:
         title_a = REGISTRY[cfg.sampler].title
-        titles = [f"naive form of {title_a}" if cfg.naive and not REGISTRY[cfg.sampler].naive else title_a]
+        titles = [tr("naive form of {title}", lang, title=title_a) if cfg.naive and not REGISTRY[cfg.sampler].naive
+                  else title_a]
         if cfg.compare:
             titles.append(REGISTRY[cfg.sampler_b].title)
-    who = " beside ".join(f"<b>{html.escape(t)}</b>" for t in titles)
-    return f"{who} on <b>{html.escape(cfg.potential)}</b>, {cfg.chains} chains, seed {cfg.seed}"
+    # a sampler's title as the lab words it (the catalogue's entry, or its template for a built side's title)
+    who = tr(" beside ", lang).join(f"<b>{html.escape(tr_message(t, lang))}</b>" for t in titles)
+    return tr("{who} on <b>{potential}</b>, {chains} chains, seed {seed}", lang, who=who,
+              potential=html.escape(cfg.potential), chains=cfg.chains, seed=cfg.seed)
 
 
-def lab_href(cfg: LabConfig) -> str:
-    """The full lab on the demo's configuration as it is now (its chains, its edits), escaped for an href."""
-    return html.escape("?" + urlencode({"tab": "lab", **to_query(cfg)}), quote=True)
+def lab_href(cfg: LabConfig, lang: str = DEFAULT_LANG) -> str:
+    """The full lab on the demo's configuration as it is now (its chains, its edits), in the page's language,
+    escaped for an href."""
+    keep = {"lang": lang} if lang != DEFAULT_LANG else {}
+    return html.escape("?" + urlencode({"tab": "lab", **to_query(cfg), **keep}), quote=True)
 
 
 # Bokeh's green button is white on #5cb85c, a contrast of 2.5: a darker green reads at 5.6. A number field's
@@ -73,18 +84,23 @@ HISTORY_TITLES = {"kinetic temperature": "kinetic temperature r·r/d against ste
                   "xi": "thermostat ξ against step: mean, and mean ± one standard deviation"}
 
 
+def history_title(kind: str, lang: str = DEFAULT_LANG) -> str:
+    return (tr("kinetic temperature r·r/d against step (1 at the target)", lang) if kind == "kinetic temperature"
+            else tr("thermostat ξ against step: mean, and mean ± one standard deviation", lang))
+
+
 class DemoHistory:
     """The demo's extra plots: each side's kinetic temperature, or its thermostat ξ, against the step. A
     live figure, so Bokeh streaming like the lab's own (benchmarks/holoviews_cost.py)."""
 
-    def __init__(self, kinds: list[str], labels: list[str]):
+    def __init__(self, kinds: list[str], labels: list[str], lang: str = DEFAULT_LANG):
         self.kinds = kinds
         self.sources = [ColumnDataSource(dict(t=[], y=[], lo=[], hi=[]), name=f"history-{k}-{label}")
                         for k in kinds for label in labels]
         self.figures = []
         for i, kind in enumerate(kinds):
-            fig = figure(title=HISTORY_TITLES[kind], height=200, sizing_mode="stretch_width",
-                         x_range=Range1d(0, 100), y_range=Range1d(0, 2), x_axis_label="step",
+            fig = figure(title=history_title(kind, lang), height=200, sizing_mode="stretch_width",
+                         x_range=Range1d(0, 100), y_range=Range1d(0, 2), x_axis_label=tr("step", lang),
                          y_axis_label="ξ" if kind == "xi" else "r·r/d", tools="pan,wheel_zoom,reset,save",
                          name=f"history-{kind}")
             fig.title.text_font_size = "13px"
@@ -98,6 +114,11 @@ class DemoHistory:
             self.figures.append(fig)
         self.labels = labels
         self._t = -1
+
+    def relabel(self, lang: str) -> None:
+        for kind, fig in zip(self.kinds, self.figures):
+            fig.title.text = history_title(kind, lang)
+            fig.xaxis.axis_label = tr("step", lang)
 
     def push(self, runs) -> None:
         t = max((run.t for run in runs), default=0)
@@ -126,6 +147,8 @@ class DemoHistory:
 
 
 class LessonDemo(Viewer):
+    lang = param.Selector(default=DEFAULT_LANG, objects=list(LANGS), doc="the language of the demo's words")
+
     def __init__(self, query: str, lab_href: str = "", doc=None, controls=(), plots=(), **params):
         super().__init__(**params)
         self.query, self._doc = query, doc
@@ -135,17 +158,18 @@ class LessonDemo(Viewer):
         self.history: DemoHistory | None = None
         self._lab: Lab | None = None
         self._timer = None
-        note = f"<br><span style='color:#b00020'>ignored: {html.escape('; '.join(errors))}</span>" if errors else ""
-        self._header = lambda sides=None: (f"<b>Live demo</b>: {describe(self.cfg, sides)} · <a class='lesson-demo' "
-                                           f"href='{self.lab_href}'>open it in the full lab →</a>{note}")
+        self._errors = errors
         self.header = pn.pane.HTML(self._header(), sizing_mode="stretch_width", margin=(5, 10),
                                    css_classes=["lesson-demo-header"])
         self.top_link = pn.pane.HTML(self._top(), margin=(10, 10), css_classes=["lesson-demo-top"])
         # the links follow the demo's settings: the full lab opens what the demo runs
         self.cfg.param.watch(self._settings_changed, [p for p in self.cfg.param if p != "name"])
-        self.start_button = pn.widgets.Button(name="▶ Run the demo here", button_type="success", width=200,
+        self.start_button = pn.widgets.Button(name=tr("▶ Run the demo here", self.lang), button_type="success",
+                                              width=200,
                                               css_classes=["lesson-demo-start"], stylesheets=[BUTTON_CSS])
         self.start_button.on_click(lambda e: self._start_soon())
+        self._labels = []      # (widget, its label now): relabelled when the language changes
+        self._buttons = None
         self.fields = self._fields()
         self.body = pn.Column(self.header, self.start_button, *self.fields, sizing_mode="stretch_width",
                               css_classes=["lesson-live-demo"],
@@ -153,11 +177,36 @@ class LessonDemo(Viewer):
 
     @property
     def lab_href(self) -> str:
-        return lab_href(self.cfg)
+        return lab_href(self.cfg, self.lang)
+
+    def _header(self, sides=None) -> str:
+        what = html.escape("; ".join(self._errors))
+        note = (f"<br><span style='color:#b00020'>{tr('ignored: {what}', self.lang, what=what)}</span>"
+                if self._errors else "")
+        return tr("<b>Live demo</b>: {who} · <a class='lesson-demo' href='{href}'>open it in the full lab →</a>",
+                  self.lang, who=describe(self.cfg, sides, self.lang), href=self.lab_href) + note
 
     def _top(self) -> str:
-        return (f"A live demo runs further down this page · <a class='lesson-demo' href='{self.lab_href}'>open it "
-                f"in the full lab →</a>")
+        return tr("A live demo runs further down this page · <a class='lesson-demo' href='{href}'>open it in the "
+                  "full lab →</a>", self.lang, href=self.lab_href)
+
+    @param.depends("lang", watch=True)
+    def _relabel(self) -> None:
+        """Another language: every word of the demo; its run, fields' values and plots stay."""
+        self._settings_changed()
+        if self.view is None and not self.start_button.disabled:
+            self.start_button.name = tr("▶ Run the demo here", self.lang)
+        elif self.view is None:
+            self.start_button.name = tr("Building the run…", self.lang)
+        for widget, label in self._labels:
+            widget.name = label()
+        if self.controls:
+            self.settings.relabel(self.lang)
+        if self.history is not None:
+            self.history.relabel(self.lang)
+        for part in (self.view, self._buttons):
+            if part is not None and "lang" in part.param:
+                part.lang = self.lang
 
     def _settings_changed(self, *_) -> None:
         self.header.object = self._header(self._lab.sides if self._lab is not None else None)
@@ -168,7 +217,7 @@ class LessonDemo(Viewer):
         """One field per setting, one per side for a sampler parameter; [] when the lesson names none."""
         if not self.controls:
             return []
-        self.settings = SettingFields(self.cfg, "lesson-demo-error")
+        self.settings = SettingFields(self.cfg, "lesson-demo-error", self.lang)
         self.param_error = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10),
                                         css_classes=["lesson-demo-param-error"])
         samplers = [self.cfg.sampler] + ([self.cfg.sampler_b] if self.cfg.compare else [])
@@ -176,9 +225,10 @@ class LessonDemo(Viewer):
         box = dict(width=130, margin=(4, 8), stylesheets=[FIELD_CSS])
         for name in self.controls:
             if name == "potential":
-                widgets.append(pn.widgets.Select.from_param(self.cfg.param.potential, name="Target",
+                widgets.append(pn.widgets.Select.from_param(self.cfg.param.potential, name=tr("Target", self.lang),
                                                             options=potential_names(), width=180, margin=(4, 8),
                                                             css_classes=["demo-control-potential"]))
+                self._labels.append((widgets[-1], lambda: tr("Target", self.lang)))
             elif name == "V":
                 widgets.append(self.settings.field(pn.widgets.FloatInput, "V", step=0.5, css_classes=["demo-control-V"],
                                                    **box))
@@ -207,7 +257,8 @@ class LessonDemo(Viewer):
             else:
                 overrides[name] = text
             reason = validate_params(sampler(), overrides)
-            self.param_error.object = error_html(f"{name} ({label}): {reason} (not applied)" if reason else "")
+            self.param_error.object = error_html(tr("{name} ({side}): {reason} (not applied)", self.lang, name=name,
+                                                    side=label, reason=reason) if reason else "")
             if not reason and overrides != getattr(self.cfg, key):
                 setattr(self.cfg, key, overrides)
         field.param.watch(typed, "value")
@@ -226,7 +277,7 @@ class LessonDemo(Viewer):
         if self.view is not None or doc is None or doc.session_context is None:
             self.start()
             return
-        self.start_button.name, self.start_button.disabled = "Building the run…", True
+        self.start_button.name, self.start_button.disabled = tr("Building the run…", self.lang), True
         doc.add_next_tick_callback(self.start)
 
     def lab(self) -> Lab:
@@ -240,21 +291,23 @@ class LessonDemo(Viewer):
         """The demo's plots and buttons (first time), without playing."""
         if self.view is None:
             lab = self.lab()
-            self.view = LabView(lab, compact=True)
+            self.view = LabView(lab, compact=True, **({"lang": self.lang} if "lang" in LabView.param else {}))
             self.view.attach(self._doc or pn.state.curdoc)
             self.header.object = self._header(lab.sides)
-            buttons = RunControls(lab)
+            self._buttons = buttons = RunControls(lab, **({"lang": self.lang} if "lang" in RunControls.param else {}))
             buttons.play.stylesheets = [*buttons.play.stylesheets, BUTTON_CSS]
             # a number field rather than the lab's slider: a slider's handle has no name a screen reader can say
-            speed = pn.widgets.IntInput.from_param(self.cfg.param.speed, name="Speed (steps per frame)", start=1,
+            speed = pn.widgets.IntInput.from_param(self.cfg.param.speed, name=tr("Speed (steps per frame)", self.lang),
+                                                   start=1,
                                                    end=1000, width=170, margin=(4, 8), stylesheets=[FIELD_CSS],
                                                    css_classes=["lesson-demo-speed"])
+            self._labels.append((speed, lambda: tr("Speed (steps per frame)", self.lang)))
             row = pn.FlexBox(buttons.play, buttons.step, buttons.reset, speed, flex_wrap="wrap",
                              sizing_mode="stretch_width", css_classes=["lesson-demo-buttons"])
             extra = [k for k in self.plots if k in HISTORY_TITLES]
             parts = [self.header, row, *self.fields, self.view]
             if extra:
-                self.history = DemoHistory(extra, ["A", "B"] if self.cfg.compare else ["A"])
+                self.history = DemoHistory(extra, ["A", "B"] if self.cfg.compare else ["A"], self.lang)
                 # inside the lab view's main column, as its KL history is: a Bokeh pane beside the view in the
                 # demo's column left the run's figures laid out at zero width
                 self.view.main.append(pn.pane.Bokeh(self._history_layout(), sizing_mode="stretch_width",

@@ -2,13 +2,14 @@
 
 Built only when its tab is first opened (app/views/page.py). The runs advance on workers (app/model/models.py);
 a FrameLoop on the session's document takes their new metric points while playing and streams them into the
-figure, one message a frame.
+figure, one message a frame. `lang` is the language of its words; changing it relabels the page and keeps the run.
 """
 from __future__ import annotations
 
 import asyncio
 import html
 import math
+import re
 import time
 
 import panel as pn
@@ -17,7 +18,7 @@ from bokeh.models import ColumnDataSource, HoverTool, Line, Range1d
 from panel.viewable import Viewer
 
 from ..model.config import refusal
-from ..model.i18n import DEFAULT_LANG, LANGS
+from ..model.i18n import DEFAULT_LANG, LANGS, N_, tr, tr_message
 from ..model.models import (
     ModelsConfig,
     ModelsLab,
@@ -30,7 +31,7 @@ from ..model.reasons import Notice, NoticeKind
 from ..model.urlstate import quoted
 from .controls import PLAY_CSS, SettingFields, error_html
 from .frame_loop import FrameLoop, session_schedule
-from .lab import TEXT_EVERY_S, alert_html, notice_alert
+from .lab import TEXT_EVERY_S, alert_html
 from .plots import (
     RUN_COLORS,
     RUN_DASH,
@@ -53,56 +54,101 @@ MODELS_CSS = """
 PLOT_HEIGHT = 360
 
 
-def models_summary(lab: ModelsLab, values=None) -> str:
+def models_summary(lab: ModelsLab, values=None, lang: str = DEFAULT_LANG) -> str:
     """The metric of both samplers now, the step and the updates per second; each number carries
     data-models="<name>" so that tests can read it."""
     runs = lab.runs
     if runs is None:
-        text = ("building the model… (generating or loading its data)" if lab.building else "")
+        text = tr("building the model… (generating or loading its data)", lang) if lab.building else ""
         return f"<div class='models-building' style='font-size:15px;color:#555'>{text}</div>"
     model = runs.model
     values = runs.last() if values is None else values
-    better = "lower is better" if model.lower_is_better else "higher is better"
+    better = tr("lower is better", lang) if model.lower_is_better else tr("higher is better", lang)
     sides = []
     for side, v in zip(runs.sides, values):
         color = RUN_COLORS.get(side.label, "#1f77b4")
-        label = side.label.lower()
+        label, title = side.label.lower(), html.escape(tr_message(side.title, lang))
         sides.append(f"<div style='border-left:6px solid {color};padding:2px 10px;flex:1 1 200px;min-width:0'>"
-                     f"<div style='font-size:14px;font-weight:600'>{side.label}: {html.escape(side.title)}</div>"
+                     f"<div style='font-size:14px;font-weight:600'>{side.label}: {title}</div>"
                      f"<div style='font-size:20px;font-family:monospace'><b data-models='value-{label}'>"
                      f"{fmt(v, 4)}</b></div></div>")
     rate = lab.rate
-    building = " · <i>building…</i>" if lab.building else ""
+    building = tr(" · <i>building…</i>", lang) if lab.building else ""
+    numbers = tr("step <b data-models='step'>{t}</b> · <b data-models='rate'>{rate}</b> updates/s", lang,
+                 t=f"{runs.t:,}", rate=fmt(rate, 3) if rate is not None else "–")
     return (f"<div class='models-row' style='display:flex;flex-wrap:wrap;gap:6px 16px;align-items:center'>"
-            f"{''.join(sides)}<div style='font-size:13px;color:#444'>{html.escape(model.metric_name)} "
-            f"({better})<br>step <b data-models='step'>{runs.t:,}</b> · "
-            f"<b data-models='rate'>{fmt(rate, 3) if rate is not None else '–'}</b> updates/s{building}</div></div>")
+            f"{''.join(sides)}<div style='font-size:13px;color:#444'>{html.escape(tr(model.metric_name, lang))} "
+            f"({better})<br>{numbers}{building}</div></div>")
 
 
-def error_alert(error: str) -> dict:
+# The Models page's own messages, which its model writes in English (app/model/models.py), as templates: a message
+# that matches one is worded through the catalogue; any other (the lab's refusals, a library's message) goes
+# through i18n.tr_message (app/locale/ja/messages.toml). Fields that hold a message are translated in turn.
+MODEL_MESSAGES = (
+    N_("{n} of {chains} chains of {sampler} diverged by step {t} and were frozen (left out of the metric) — try a "
+       "smaller step size, e.g. {eps}."),
+    N_("{n} of {chains} chains of {sampler} diverged by step {t} and were frozen (left out of the metric)."),
+    N_("{error}. Change the step size (smaller usually helps) or reset."),
+    N_("the model could not be built: {reason}"),
+    N_("building the model {model} took longer than {limit} s: given up"),
+)
+_MESSAGE_PATTERNS = [(re.compile("".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>.+?)"
+                                         for i, part in enumerate(re.split(r"\{(\w+)\}", template))) + r"\Z", re.S),
+                      template) for template in MODEL_MESSAGES]
+
+
+def model_message(text: str, lang: str = DEFAULT_LANG) -> str:
+    """A message of the Models page's model, in the language."""
+    if lang == DEFAULT_LANG or not text:
+        return text
+    for pattern, template in _MESSAGE_PATTERNS:
+        m = pattern.match(text)
+        if m is not None:
+            fields = {k: tr_message(v, lang) if k in ("error", "reason") else v for k, v in m.groupdict().items()}
+            return tr(template, lang, **fields)
+    return tr_message(text, lang)
+
+
+def error_alert(error: str, lang: str = DEFAULT_LANG) -> dict:
     """The box saying why there is no run (the build failed), escaped; hidden when there is none."""
-    return dict(object=alert_html(html.escape(error), "danger") if error else "", visible=bool(error))
+    return dict(object=alert_html(html.escape(model_message(error, lang)), "danger") if error else "",
+                visible=bool(error))
 
 
-def model_info(lab: ModelsLab) -> str:
+def models_notice(notice, lang: str = DEFAULT_LANG) -> dict:
+    """The message box for the page's notice (None: hidden); the model writes it in English, it is shown in the
+    page's language (app/model/i18n.py: tr_message), again when the language changes."""
+    if notice is None:
+        return dict(object="", visible=False)
+    return dict(object=alert_html(html.escape(model_message(notice.message, lang)), notice.level), visible=True)
+
+
+def model_info(lab: ModelsLab, lang: str = DEFAULT_LANG) -> str:
     runs = lab.runs
     if runs is None:
         return ""
     m = runs.model
-    pair = " against ".join(f"{s.label}: {html.escape(s.key)}" for s in runs.sides)
-    batch = f"minibatches of {m.batch}" if m.batch else "full-data gradients"
-    return (f"<div style='font-size:12px;color:#444'>{html.escape(m.description or m.title)} "
-            f"(dimension {m.potential.dim}).<br>{pair}; {batch}; {runs.chains} chains; score: "
-            f"{html.escape(m.metric_name)} of the chains' current states.</div>")
+    pair = tr(" against ", lang).join(f"{s.label}: {html.escape(s.key)}" for s in runs.sides)
+    batch = tr("minibatches of {n}", lang, n=m.batch) if m.batch else tr("full-data gradients", lang)
+    # the description is the library's (its numbers are the data's): in English, said so to a screen reader
+    about = html.escape(m.description or m.title)
+    if lang != DEFAULT_LANG:
+        about = f"{html.escape(tr(m.title, lang))}: <span lang='en'>{about}</span>"
+    return ("<div style='font-size:12px;color:#444'>" + tr(
+        "{about} (dimension {dim}).<br>{pair}; {batch}; {chains} chains; score: {metric} of the chains' current "
+        "states.", lang, about=about, dim=m.potential.dim, pair=pair, batch=batch, chains=runs.chains,
+        metric=html.escape(tr(m.metric_name, lang))) + "</div>")
 
 
 class MetricPlot:
     """The metric of both samplers against the step: one line each, streamed."""
 
-    def __init__(self):
+    def __init__(self, lang: str = DEFAULT_LANG):
+        self.lang = lang
         # fixed ranges fitted to the data (an auto range over no data, or over the legend's NaN stand-ins, has Bokeh
         # warn "could not set initial ranges" in the console at every redraw)
-        self.fig = new_figure("", PLOT_HEIGHT, x_axis_label="step", x_range=Range1d(0, 1), y_range=Range1d(0, 1))
+        self.fig = new_figure("", PLOT_HEIGHT, x_axis_label=tr("step", lang), x_range=Range1d(0, 1),
+                              y_range=Range1d(0, 1))
         self.fig.name = "models-metric"
         blank = stand_in_source()
         self.sources, entries = [], []
@@ -122,21 +168,29 @@ class MetricPlot:
         lighten([self.fig])
 
     @staticmethod
-    def _tips(label: str, metric: str) -> list:
-        return [("sampler", label), ("step", "@t{0,0}"), (metric, "@v{%0.4g}")]
+    def _tips(label: str, metric: str, lang: str = DEFAULT_LANG) -> list:
+        return [(tr("sampler", lang), label), (tr("step", lang), "@t{0,0}"), (metric, "@v{%0.4g}")]
 
     def show(self, runs) -> None:
         """New runs: their titles, the metric's name, and their history so far."""
-        m = runs.model
-        self.fig.title.text = f"{m.metric_name} against steps"
+        self.relabel(runs)
         # where the curves are not: they start high and fall (lower is better) or start low and rise
-        self.legend.location = "top_right" if m.lower_is_better else "bottom_right"
-        self.fig.yaxis.axis_label = m.metric_name
-        for hover, label in zip(self.hovers, ("A", "B")):
-            hover.tooltips = self._tips(label, m.metric_name)
-        for item, side in zip(self.legend.items, runs.sides):
-            item.label = dict(value=f"{RUN_MARKS[side.label]} {side.label}: {side.title}")
+        self.legend.location = "top_right" if runs.model.lower_is_better else "bottom_right"
         self.add(True, *runs.take_points()[1:])
+
+    def relabel(self, runs, lang: str | None = None) -> None:
+        """The title and axes in the language (the curves stay)."""
+        self.lang = lang or self.lang
+        self.fig.xaxis.axis_label = tr("step", self.lang)
+        if runs is None:
+            return
+        for item, side in zip(self.legend.items, runs.sides):
+            item.label = dict(value=f"{RUN_MARKS[side.label]} {side.label}: {tr_message(side.title, self.lang)}")
+        metric = tr(runs.model.metric_name, self.lang)
+        self.fig.title.text = tr("{metric} against steps", self.lang, metric=metric)
+        self.fig.yaxis.axis_label = metric
+        for hover, label in zip(self.hovers, ("A", "B")):
+            hover.tooltips = self._tips(label, metric, self.lang)
 
     def add(self, whole: bool, steps, values) -> None:
         # a list each: a source's stream extends its columns in place
@@ -161,7 +215,7 @@ class MetricPlot:
 class ModelsView(Viewer):
     """The Models page: controls on the left, the metric's summary and curves on the right."""
 
-    lang = param.Selector(objects=list(LANGS), default=DEFAULT_LANG)
+    lang = param.Selector(default=DEFAULT_LANG, objects=list(LANGS), doc="the language of the page's words")
 
     def __init__(self, config: ModelsConfig | None = None, errors=(), schedule=None, **params):
         super().__init__(**params)
@@ -171,16 +225,18 @@ class ModelsView(Viewer):
             lab.notice = Notice(NoticeKind.LINK, "Some of the link was ignored: " + "; ".join(errors))
         self._text_at = 0.0
         self._eps_shown = False      # a step-size field is being set to the value in use: not an edit
-        self.plot = MetricPlot()
+        self.plot = MetricPlot(self.lang)
         self.loop = FrameLoop(self._frame, active=lambda: self.lab.playing, ready=lambda: True,
                               on_error=lab.failed)
 
-        self.alert = pn.pane.HTML(refs=pn.bind(notice_alert, lab.param.notice), sizing_mode="stretch_width",
+        self.alert = pn.pane.HTML(refs=pn.bind(models_notice, lab.param.notice, self.param.lang),
+                                  sizing_mode="stretch_width",
                                   css_classes=["models-message"], margin=(5, 10), disable_math=True)
-        self.block_alert = pn.pane.HTML(refs=pn.bind(error_alert, lab.param.error),
+        self.block_alert = pn.pane.HTML(refs=pn.bind(error_alert, lab.param.error, self.param.lang),
                                         sizing_mode="stretch_width", css_classes=["models-blocked"], margin=(5, 10),
                                         disable_math=True)
-        self.summary = pn.pane.HTML(models_summary(lab), sizing_mode="stretch_width", css_classes=["models-summary"],
+        self.summary = pn.pane.HTML(models_summary(lab, lang=self.lang), sizing_mode="stretch_width",
+                                    css_classes=["models-summary"],
                                     margin=(2, 10), disable_math=True)
         self.main = pn.Column(self.alert, self.block_alert, self.summary,
                               pn.pane.Bokeh(self.plot.fig, sizing_mode="stretch_width"),
@@ -197,53 +253,80 @@ class ModelsView(Viewer):
 
     def _build_controls(self):
         lab, cfg = self.lab, self.cfg
-        self.select = pn.widgets.Select(name="Model", options=model_options(), value=cfg.key,
+        self.select = pn.widgets.Select(name=tr("Model", self.lang), options=self._model_options(), value=cfg.key,
                                         sizing_mode="stretch_width", css_classes=["models-select"])
         self.select.param.watch(self._on_model, "value")
-        self.info = pn.pane.HTML(model_info(lab), sizing_mode="stretch_width", margin=(0, 10),
+        self.info = pn.pane.HTML(model_info(lab, self.lang), sizing_mode="stretch_width", margin=(0, 10),
                                  css_classes=["models-info"])
         state = (lab.param.playing, lab.param.building, lab.param.error, lab.param.version)
         self.play = pn.widgets.Button(refs=pn.bind(self._play_state, *state), css_classes=["models-play"], width=90,
                                       stylesheets=[PLAY_CSS])
-        self.step = pn.widgets.Button(name="Step", css_classes=["models-step"], width=70,
+        self.step = pn.widgets.Button(name=tr("Step", self.lang), css_classes=["models-step"], width=70,
                                       disabled=pn.bind(lambda *_: not lab.can_run, *state))
-        self.reset = pn.widgets.Button(name="Reset", css_classes=["models-reset"], width=70)
+        self.reset = pn.widgets.Button(name=tr("Reset", self.lang), css_classes=["models-reset"], width=70)
         self.play.on_click(lambda e: lab.pause() if lab.playing else lab.play())
         self.step.on_click(lambda e: lab.step(1))
         self.reset.on_click(lambda e: lab.reset())
         self.eps = {}
         for side in ("a", "b"):
-            self.eps[side] = pn.widgets.TextInput(name=f"Step size {side.upper()}", sizing_mode="stretch_width",
+            self.eps[side] = pn.widgets.TextInput(name=tr("Step size {side}", self.lang, side=side.upper()),
+                                                  sizing_mode="stretch_width",
                                                   css_classes=[f"models-eps-{side}"])
             self.eps[side].param.watch(lambda e, s=side: self._on_eps(s, e.new), "value")
         self.eps_error = pn.pane.HTML("", sizing_mode="stretch_width", margin=(0, 10), css_classes=["models-eps-error"])
         # bounds are ModelsConfig's, checked by `settings` (the browser's own would clamp without a word)
-        self.settings = SettingFields(cfg, "models-settings-error")
+        self.settings = SettingFields(cfg, "models-settings-error", self.lang)
         self.chains = self.settings.field(pn.widgets.IntInput, "chains", sizing_mode="stretch_width",
                                           css_classes=["models-chains"])
         self.seed = self.settings.field(pn.widgets.IntInput, "seed", sizing_mode="stretch_width",
                                         css_classes=["models-seed"])
-        self.csv = pn.widgets.FileDownload(callback=self._csv, filename="metric.csv", label="Metric (CSV)",
+        self.csv = pn.widgets.FileDownload(callback=self._csv, filename="metric.csv",
+                                           label=tr("Metric (CSV)", self.lang),
                                            button_type="primary", sizing_mode="stretch_width",
                                            css_classes=["models-csv"])
-        self.json = pn.widgets.FileDownload(callback=self._json, filename="metric.json", label="Metric (JSON)",
+        self.json = pn.widgets.FileDownload(callback=self._json, filename="metric.json",
+                                            label=tr("Metric (JSON)", self.lang),
                                             button_type="primary", sizing_mode="stretch_width",
                                             css_classes=["models-json"])
         self._show_eps()
+        self.run_heading = pn.pane.HTML(tr("<b>Run</b>", self.lang), margin=(5, 10))
+        self.export_heading = pn.pane.HTML(self._export_text(), margin=(5, 10))
         self.controls = pn.Column(
-            self.select, self.info, pn.pane.HTML("<b>Run</b>", margin=(5, 10)),
+            self.select, self.info, self.run_heading,
             pn.Row(self.play, self.step, self.reset),
             pn.Row(self.eps["a"], self.eps["b"], sizing_mode="stretch_width"), self.eps_error,
             pn.Row(self.chains, self.seed, sizing_mode="stretch_width"), self.settings.message,
-            pn.pane.HTML("<b>Export</b> <span style='font-size:12px;color:#555'>(the metric's history of both "
-                         "samplers, at most 2000 points each, and the settings; the URL holds the configuration)"
-                         "</span>", margin=(5, 10)),
+            self.export_heading,
             pn.Row(self.csv, self.json, sizing_mode="stretch_width"),
             width=300, css_classes=["models-controls"], styles={"flex": "0 0 300px"}, margin=(0, 5))
 
+    def _model_options(self) -> dict:
+        return {tr(title, self.lang): key for title, key in model_options().items()}
+
+    def _export_text(self) -> str:
+        return tr("<b>Export</b> <span style='font-size:12px;color:#555'>(the metric's history of both samplers, at "
+                  "most 2000 points each, and the settings; the URL holds the configuration)</span>", self.lang)
+
+    @param.depends("lang", watch=True)
+    def _relabel(self) -> None:
+        """Another language: every word of the page; the run, its curves and the fields' values stay."""
+        lang = self.lang
+        self.select.param.update(name=tr("Model", lang), options=self._model_options(), value=self.cfg.key)
+        self.step.name, self.reset.name = tr("Step", lang), tr("Reset", lang)
+        self.play.name = tr("Pause", lang) if self.lab.playing else tr("Play", lang)
+        self.csv.label, self.json.label = tr("Metric (CSV)", lang), tr("Metric (JSON)", lang)
+        self.run_heading.object = tr("<b>Run</b>", lang)
+        self.export_heading.object = self._export_text()
+        self.settings.relabel(lang)
+        self._show_eps()
+        self.plot.relabel(self.lab.runs, lang)
+        self.info.object = model_info(self.lab, lang)
+        self._text(force=True)
+
     # -- controls ---------------------------------------------------------------------------------------
     def _play_state(self, playing, *_) -> dict:
-        return dict(name="Pause" if playing else "Play", button_type="warning" if playing else "success",
+        return dict(name=tr("Pause", self.lang) if playing else tr("Play", self.lang),
+                    button_type="warning" if playing else "success",
                     disabled=not playing and not self.lab.can_run and not self.lab.building)
 
     def _on_model(self, event):
@@ -264,7 +347,8 @@ class ModelsView(Viewer):
             except ValueError:
                 value = math.nan
             why = refusal(self.cfg, name, value) if math.isfinite(value) else \
-                f"{self.cfg.param[name].label}: {quoted(text)} is not a number (not applied)"
+                tr("{label}: {text} is not a number (not applied)", self.lang,
+                   label=tr(self.cfg.param[name].label, self.lang), text=quoted(text))
             if why:
                 self.eps_error.object = error_html(why)
                 self._show_eps(refused=side)      # the field shows the step size in use
@@ -280,9 +364,10 @@ class ModelsView(Viewer):
         for side, label in (("a", "A"), ("b", "B")):
             value = getattr(self.cfg, f"eps_{side}")
             field = self.eps[side]
+            field.name = tr("Step size {side}", self.lang, side=label)
             if runs is not None:
                 s = runs.sides[0 if side == "a" else 1]
-                field.name = f"Step size {label} ({s.key})"
+                field.name = tr("Step size {side} ({sampler})", self.lang, side=label, sampler=s.key)
                 own = runs.model.params.get(s.key, {}).get("eps")
                 field.placeholder = f"{own:g}" if own is not None else "auto"
             shown = "" if value is None else f"{value:g}"
@@ -311,7 +396,7 @@ class ModelsView(Viewer):
         if runs is None:
             return
         self.plot.show(runs)
-        self.info.object = model_info(self.lab)
+        self.info.object = model_info(self.lab, self.lang)
         if self.chains.value is None:
             self.chains.placeholder = f"{runs.chains}"
         self._show_eps()
@@ -325,7 +410,7 @@ class ModelsView(Viewer):
         now = time.monotonic()
         if force or not self.lab.playing or now - self._text_at >= TEXT_EVERY_S:
             self._text_at = now
-            self.summary.object = models_summary(self.lab)
+            self.summary.object = models_summary(self.lab, lang=self.lang)
 
     # -- frame loop -------------------------------------------------------------------------------------
     def attach(self, doc) -> None:
