@@ -94,6 +94,17 @@ def metric_number(page, name: str, run: str = "a") -> float:
         return float("nan")
 
 
+def wait_for(fn, what: str, timeout: float = 60.0):
+    """fn()'s first true value, polled every 0.1 s; AssertionError naming `what` past the timeout."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = fn()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"waited for {what}")
+
+
 def wait_for_step(page, at_least: int, run: str = "a", timeout: float = 60.0) -> int:
     """Wait until the run has done `at_least` steps (read from its metrics panel)."""
     deadline = time.monotonic() + timeout

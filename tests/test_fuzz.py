@@ -17,6 +17,7 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+import pytest
 import sympy
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -255,6 +256,22 @@ def test_the_expanded_size_is_an_upper_bound(cell):
 
 
 # -- (c) files for `diagnose` ------------------------------------------------------------------------
+@pytest.fixture(scope="module", autouse=True)
+def _small_references():
+    """A file naming a target of more than two dimensions is scored against a reference HMC sample, run once per
+    target and cached (17 CPU s for logistic-5d): the first such file would trip the hang guard on honest work.
+    Malformed files are what is tested here, so the references are short ones, not stored."""
+    from samplers import refsample
+    full = refsample.reference_sample
+
+    def short(potential, seed=0, kept=refsample.KEPT, chains=refsample.CHAINS, store=True):
+        return full(potential, seed=seed, kept=40, chains=4, store=False)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(refsample, "reference_sample", short)
+        yield
+
+
 def _diagnose(path: Path) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with timed(path.name), contextlib.redirect_stderr(err):

@@ -12,7 +12,7 @@ import re
 import time
 
 import pytest
-from app_browser_support import ARTIFACTS, CHROMIUM, DEEP_TEXT, metric_number, wait_for_step
+from app_browser_support import ARTIFACTS, CHROMIUM, DEEP_TEXT, metric_number, wait_for, wait_for_step
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not __import__("os").path.exists(CHROMIUM), reason="needs /usr/bin/chromium")
@@ -62,16 +62,6 @@ def box(page, css):
 
 def text(page, css):
     return page.locator(css).first.evaluate(DEEP_TEXT)
-
-
-def wait_for(fn, what, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = fn()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"waited for {what}")
 
 
 def in_view(page, css, height):

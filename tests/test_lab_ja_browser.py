@@ -11,11 +11,10 @@ a person to look at.
 from __future__ import annotations
 
 import os
-import time
 from pathlib import Path
 
 import pytest
-from app_browser_support import ARTIFACTS, CHROMIUM, DEEP_TEXT, bokeh_data, metric_number, wait_for_step
+from app_browser_support import ARTIFACTS, CHROMIUM, DEEP_TEXT, bokeh_data, metric_number, wait_for, wait_for_step
 from test_i18n import escaped_words, identifiers
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -76,16 +75,6 @@ def open_lab(pg, server, query):
     pg.locator("[data-metric='t-a']").first.wait_for(timeout=90_000)
     pg.wait_for_function("() => window.Bokeh && window.Bokeh.documents.length > 0")
     return pg
-
-
-def wait_for(fn, what, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = fn()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"waited for {what}")
 
 
 def page_words(pg) -> dict:

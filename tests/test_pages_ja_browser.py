@@ -98,7 +98,7 @@ def settled(read, page, every_ms: int = 700):
 
 
 def switch(page, label: str) -> None:
-    page.locator(".lang-switch select").first.select_option(label=label)
+    page.locator(".lang-switch button", has_text=label).first.click()
 
 
 def serious(results) -> list[str]:
