@@ -194,7 +194,8 @@ def test_invalid_expression_shows_the_parser_error_and_blocks_the_run(lab):
     p.shot("lab-invalid-expression", full=False)
     box.fill("x^4 - 2*x^2 + 0.3*x")
     wait_text(page.locator(".expr-status").first, "valid")
-    page.wait_for_function("() => decodeURIComponent(window.location.search).includes('0.3*x')")
+    page.wait_for_function("() => decodeURIComponent(window.location.search).includes('0.3*x')",
+                           timeout=90_000)      # written once the typed U is built: slow under CI's load
     wait_title(page, "main-A", r"phase plane")
     wait_enabled(play_button(page))
     assert not p.errors, p.errors
@@ -558,7 +559,8 @@ def test_the_typed_potential_option_applies_its_prefilled_u_and_accepts_expr_pre
     box = page.locator(".expr-input input").first
     box.fill("expr:x^4 - 2*x^2 + 0.3*x")
     wait_text(page.locator(".expr-status").first, "valid")
-    page.wait_for_function("() => decodeURIComponent(window.location.search).includes('0.3*x')")
+    page.wait_for_function("() => decodeURIComponent(window.location.search).includes('0.3*x')",
+                           timeout=90_000)      # written once the typed U is built: slow under CI's load
     assert "expr:expr" not in page.url
     wait_enabled(play_button(page))
     edges = bokeh_data(page, "hist-A", "left0")
