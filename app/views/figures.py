@@ -19,6 +19,7 @@ from ..model.figures import (
     Figure,
     PlotTable,
     catalogue,
+    cell_in,
     column_label,
     display_table,
     in_lang,
@@ -157,7 +158,7 @@ def table_plot(table: PlotTable, metric: str, title: str = "", lang: str = DEFAU
     for k, group in enumerate(groups):
         keep = [i for i in range(len(rows)) if tuple(data[c][i] for c in table.by) == group]
         part = {key: [col[i] for i in keep] for key, col in data.items()}
-        label = " · ".join(group)
+        label = " · ".join(cell_in(g, lang) for g in group)
         kdims, dims = [_dim(table.x, lang)], vdims + [_dim("row", lang)]
         layers.append(hv.Curve(part, kdims=kdims, vdims=dims, label=label).opts(color=palette[k % 8]))
         layers.append(hv.Scatter(part, kdims=kdims, vdims=dims, label=label).opts(
@@ -233,7 +234,8 @@ def figure_view(fig: Figure, lang: str = DEFAULT_LANG) -> pn.Column:
     if fig.table is not None:
         items.append(_html(table_html(fig.table, lang), margin=(4, 10)))
     if fig.settings:
-        rows = "".join(f"<li><b>{html.escape(k)}</b> = {_en(v, lang)}</li>" for k, v in fig.settings)
+        # a setting's name through the catalogue (the run's key); its value is the run's own words
+        rows = "".join(f"<li><b>{html.escape(tr(k, lang))}</b> = {_en(v, lang)}</li>" for k, v in fig.settings)
         items.append(_html(f"<details><summary>{tr('Settings of this run', lang)}</summary><ul>{rows}</ul></details>"))
     if fig.downloads:
         items.append(_downloads(fig.downloads, lang))
