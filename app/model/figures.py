@@ -29,11 +29,13 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from samplers.registry import REGISTRY
 from samplers.reproduce import REPRODUCTIONS
 from samplers.reproduce.base import verdict_word
 
 from .content import ASSETS_DIR, IMAGE_EXT, MAX_FILE_BYTES, TABLE_EXT
-from .i18n import DEFAULT_LANG, LOCALE_DIR, catalogue as entries, tr
+from .i18n import DEFAULT_LANG, LOCALE_DIR, tr
+from .i18n import catalogue as entries
 
 SIGNIFICANT = 4
 MAX_ROWS = 200
@@ -140,14 +142,17 @@ def _settings(summary: dict) -> tuple[tuple[str, str], ...]:
 
 RECORD = "figures-record.toml"     # the templates of the runs' records (evidence, intervals, table cells)
 # A template's fields match one token (a number, a name: no space, comma, semicolon or bracket), except:
-TEXT_FIELDS = ("values", "list")   # any text, shown as it is: numbers and names only (else the template is not used)
-NESTED_FIELDS = ("part", "what", "why", "against", "verdict", "method")   # any text, itself translated
+TEXT_FIELDS = ("values", "list")   # any text, shown as it is; like a token, numbers and names only (else the
+                                   # template is passed over)
+NESTED_FIELDS = ("part", "what", "why", "against", "method")   # any text, itself translated
 ITEM_FIELDS = ("items",)           # a ", "-separated list, each item translated
 MAX_RECORD = 4000                  # characters: a longer record is shown as it is (the runs write under 1500)
-# an English word: lowercase letters standing alone (not inside a name such as sghmc-naive or sgld/gaussian);
-# units and symbols written in Latin letters in Japanese too are not words
-_WORD = re.compile(r"(?<![\w/.=-])[a-z]{2,}(?![\w/=-])")
-_SYMBOLS = {"ms", "sd", "eps", "pi", "log", "sqrt"}
+# an English word: a standalone word (not a unit after "/", a name before "=" or "/") with a part of two or more
+# lowercase letters (burn-in, held-out; not L-BFGS, HMC or MovieLens-1M), or a possessive ("SGRLD's"). Units and
+# symbols written in Latin letters in Japanese too, and the samplers' own names as a run writes them (sghmc-naive),
+# are not words.
+_WORD = re.compile(r"(?<![\w/.=-])[A-Za-z][\w-]*(?![\w/=])")
+_SYMBOLS = {"ms", "sd", "eps", "pi", "log", "sqrt", "nan", "inf", "theta"} | set(REGISTRY)
 
 
 def _kind(field: str) -> str:
@@ -174,13 +179,16 @@ def split_top(text: str, sep: str) -> list[str]:
 
 def neutral(text: str) -> bool:
     """Whether a text has no English word to translate: numbers, names, symbols and units only."""
-    return all(w in _SYMBOLS for w in _WORD.findall(text))
+    if re.search(r"\w's\b", text):
+        return False
+    return not any(w not in _SYMBOLS and any(len(p) > 1 and p.isascii() and p.isalpha() and p.islower()
+                                             for p in re.split(r"[-_]", w)) for w in _WORD.findall(text))
 
 
 @cache
-def record_templates(lang: str) -> tuple[tuple[re.Pattern, str, tuple[str, ...]], ...]:
-    """The language's record templates as patterns over the English, the most specific (longest words) first.
-    A field named twice must match the same text both times (a back-reference)."""
+def record_templates(lang: str) -> tuple[tuple[str, re.Pattern, str], ...]:
+    """The language's record templates (key, pattern over the English, translation), the most specific (longest
+    words) first. A field named twice must match the same text both times (a back-reference)."""
     path = LOCALE_DIR / lang / RECORD
     if not path.exists():
         return ()
@@ -200,9 +208,9 @@ def record_templates(lang: str) -> tuple[tuple[re.Pattern, str, tuple[str, ...]]
             else:
                 seen.append(part)
                 regex.append(f"(?P<{part}>[^\\s,;()]+?)" if _kind(part) == "token" else f"(?P<{part}>.+?)")
-        out.append((re.compile("".join(regex) + r"\Z", re.S), value, tuple(seen), len("".join(parts[::2]))))
+        out.append((key, re.compile("".join(regex) + r"\Z", re.S), value, len("".join(parts[::2]))))
     out.sort(key=lambda t: -t[3])
-    return tuple((pattern, value, fields) for pattern, value, fields, _ in out)
+    return tuple(t[:3] for t in out)
 
 
 def record_in(text: str, lang: str = DEFAULT_LANG, _depth: int = 0) -> str | None:
@@ -220,7 +228,7 @@ def record_in(text: str, lang: str = DEFAULT_LANG, _depth: int = 0) -> str | Non
     table = entries(lang)
     if text in table:
         return table[text]
-    for pattern, value, fields in record_templates(lang):
+    for _, pattern, value in record_templates(lang):
         m = pattern.match(text)
         if m is not None and (filled := _fill(m.groupdict(), lang, _depth)) is not None:
             return value.format(**filled)
@@ -236,7 +244,7 @@ def _fill(fields: dict[str, str], lang: str, depth: int) -> dict[str, str] | Non
         elif kind == "items":
             items = [record_in(item, lang, depth + 1) for item in split_top(value, ", ")]
             value = None if None in items else tr(", ", lang).join(items)
-        elif kind == "text" and not neutral(value):
+        elif not neutral(value):          # a number's or a name's field holding words: not this template
             value = None
         if value is None:
             return None
