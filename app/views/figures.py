@@ -25,6 +25,7 @@ from ..model.figures import (
     in_lang,
     plot_table,
     preview,
+    record_in,
 )
 from ..model.i18n import DEFAULT_LANG, LANGS, tr
 
@@ -74,6 +75,12 @@ def _en(text: str, lang: str, shown_in: str = DEFAULT_LANG) -> str:
     """Escaped text the run wrote, marked as English where it is shown in English on a page in another
     language (a screen reader then reads it as English)."""
     return html.escape(text) if shown_in == lang else f"<span lang='en'>{html.escape(text)}</span>"
+
+
+def _run_text(text: str, lang: str) -> str:
+    """Escaped text a run wrote, in the language where its templates cover it, else in English marked so."""
+    shown = record_in(text, lang)
+    return _en(text, lang) if shown is None else html.escape(shown)
 
 
 def _html(text: str, **kw) -> pn.pane.HTML:
@@ -234,8 +241,8 @@ def figure_view(fig: Figure, lang: str = DEFAULT_LANG) -> pn.Column:
     if fig.table is not None:
         items.append(_html(table_html(fig.table, lang), margin=(4, 10)))
     if fig.settings:
-        # a setting's name through the catalogue (the run's key); its value is the run's own words
-        rows = "".join(f"<li><b>{html.escape(tr(k, lang))}</b> = {_en(v, lang)}</li>" for k, v in fig.settings)
+        # a setting's name through the catalogue (the run's key), its value through the record's templates
+        rows = "".join(f"<li><b>{html.escape(tr(k, lang))}</b> = {_run_text(v, lang)}</li>" for k, v in fig.settings)
         items.append(_html(f"<details><summary>{tr('Settings of this run', lang)}</summary><ul>{rows}</ul></details>"))
     if fig.downloads:
         items.append(_downloads(fig.downloads, lang))
