@@ -49,8 +49,8 @@ class Verdict:
     holds: bool | None        # None: not decidable from the run's numbers
     evidence: str
     decides: str = ""         # the interval that would decide it, where the run states one
-    evidence_lang: str = DEFAULT_LANG      # the language evidence and decides are in (English where no template fits)
-    decides_lang: str = DEFAULT_LANG
+    evidence_lang: str = DEFAULT_LANG      # the language `evidence` is in (English where no template fits it)
+    decides_lang: str = DEFAULT_LANG       # and `decides`
 
     @property
     def mark(self) -> str:
@@ -146,7 +146,8 @@ TEXT_FIELDS = ("values", "list")   # any text, shown as it is; like a token, num
                                    # template is passed over)
 NESTED_FIELDS = ("part", "what", "why", "against", "method")   # any text, itself translated
 ITEM_FIELDS = ("items",)           # a ", "-separated list, each item translated
-MAX_RECORD = 4000                  # characters: a longer record is shown as it is (the runs write under 1500)
+MAX_RECORD = 2500                  # characters: a longer record is shown as it is, in English (the runs write under
+                                   # 1500; it bounds the matching of fields that take any text)
 # an English word: a standalone word (not a unit after "/", a name before "=" or "/") with a part of two or more
 # lowercase letters (burn-in, held-out; not L-BFGS, HMC or MovieLens-1M), or a possessive ("SGRLD's"). Units and
 # symbols written in Latin letters in Japanese too, and the samplers' own names as a run writes them (sghmc-naive),

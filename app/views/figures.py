@@ -1,7 +1,9 @@
 """The Paper figures section: each reproduction under its paper, with its title, the claims it tests
 and their verdicts, its figure with a caption, its table rounded for reading, and its files to download;
 files no reproduction wrote follow under "Other files". `lang` is the language of its words (the claims and
-titles through the catalogue, app/model/figures.py: in_lang); changing it redraws the section."""
+titles through the catalogue, the runs' records, table cells and settings through their templates: see
+app/model/figures.py); changing it redraws the section. The plot's column menu is labelled in the language and
+keeps the CSV's column keys as its values."""
 from __future__ import annotations
 
 import html
