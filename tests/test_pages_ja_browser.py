@@ -1,7 +1,7 @@
 """Issue 31 in a real browser: with lang=ja, lesson 5 (its demo playing), the glossary, the errata, the Models page
 and the Paper figures read in Japanese at 1280×800 and at a phone's 390×844 (the visible text, less what is marked
-lang="en": the runs' own numbers and words), their math is typeset as on the English page, axe-core finds no
-serious or critical violation, and switching the language keeps a lesson demo's run and a Models run.
+lang="en": what a run wrote that no template translates), their math is typeset as on the English page, axe-core
+finds no serious or critical violation, and switching the language keeps a lesson demo's run and a Models run.
 
 One server and one browser for the module (tests/conftest.py). Screenshots go to test-artifacts/ (or to
 $SGMCMC_SHOTS): look at them, they are not compared.
@@ -25,7 +25,7 @@ SHOTS = Path(os.environ.get("SGMCMC_SHOTS", ARTIFACTS))
 VIEWPORTS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
 JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 # The text a reader sees, shadow roots entered; left out: the formulas (their TeX for screen readers, their
-# drawing), code, the plots' canvases and what the page marks lang="en" (the runs' own numbers and words).
+# drawing), code, the plots' canvases and what the page marks lang="en" (a run's words no template translates).
 SEEN_TEXT = """el => {
     const skip = n => ["STYLE", "SCRIPT", "LINK", "CODE", "MJX-CONTAINER", "CANVAS", "OPTION"].includes(n.tagName)
         || n.classList.contains("sr-only") || n.getAttribute("lang") === "en";
@@ -48,6 +48,9 @@ PAGES = {
     "models": ("?tab=models&lang=ja", ".models-page", ".models-summary [data-models='step']"),
     "figures": ("?tab=figures&lang=ja", ".figures", ".figure-plot"),
 }
+# the least share of Japanese letters each page shows (measured 2026-11: lesson 5 and the errata ~98 %, Models 93 %,
+# Paper figures 96 % now that the runs' records, the tables and the plot menu are translated)
+MIN_SHARE = {"figures": 0.9}
 
 
 FIND_E13 = """() => { const find = (root) => { const hit = root.querySelector("#e13"); if (hit) return hit;
@@ -145,7 +148,8 @@ def test_the_page_reads_in_japanese_on_a_desktop_and_a_phone(page, server, axe, 
         text = seen(page, root)
         share = japanese_share(text)
         print(f"{name} at {size}: {share:.0%} of the words Japanese")      # shown with -s
-        assert share >= 0.6, f"{name} at {size}: {share:.0%} of the words are Japanese: {text[:600]}"
+        least = MIN_SHARE.get(name, 0.6)
+        assert share >= least, f"{name} at {size}: {share:.0%} of the words are Japanese: {text[:600]}"
         # a phone's page is not wider than the phone
         assert page.evaluate("() => document.documentElement.scrollWidth") <= VIEWPORTS[size]["width"] + 1
         shot(page, f"{name}-{size}")

@@ -8,8 +8,13 @@ Files that belong to no reproduction are kept apart, to be listed by name.
 In another language (`in_lang`) the titles, sources, claims and the paper's numbers go through the catalogue,
 keyed by their English text as the reproduction writes it (app/locale/ja/pages-claims.toml): a claim's id is
 its text, so a claim whose wording changes in a rerun has no entry and is shown in English (and the
-completeness test in tests/test_lessons_ja.py fails) rather than under a stale translation. The evidence and
-the interval that decides a verdict are the run's numbers in the run's words: they stay in English.
+completeness test in tests/test_lessons_ja.py fails) rather than under a stale translation.
+
+The evidence and the interval that decides a verdict are written by the run with its numbers in them: they are
+translated by templates (app/locale/<lang>/figures-record.toml, `record_in`), never by a stored copy of each line,
+so a rerun's new numbers read in Japanese too. A line is translated whole or not at all: one clause without a
+template leaves it in English (marked so by the view), never half-translated. Column names and the tables' word
+cells go through the same catalogue; the numbers and the samplers' names are shown as the run wrote them.
 """
 from __future__ import annotations
 
@@ -18,14 +23,19 @@ import dataclasses
 import io
 import json
 import math
+import re
+import tomllib
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
+from samplers.registry import REGISTRY
 from samplers.reproduce import REPRODUCTIONS
 from samplers.reproduce.base import verdict_word
 
 from .content import ASSETS_DIR, IMAGE_EXT, MAX_FILE_BYTES, TABLE_EXT
-from .i18n import DEFAULT_LANG, tr
+from .i18n import DEFAULT_LANG, LOCALE_DIR, tr
+from .i18n import catalogue as entries
 
 SIGNIFICANT = 4
 MAX_ROWS = 200
@@ -39,6 +49,8 @@ class Verdict:
     holds: bool | None        # None: not decidable from the run's numbers
     evidence: str
     decides: str = ""         # the interval that would decide it, where the run states one
+    evidence_lang: str = DEFAULT_LANG      # the language `evidence` is in (English where no template fits it)
+    decides_lang: str = DEFAULT_LANG       # and `decides`
 
     @property
     def mark(self) -> str:
@@ -128,12 +140,149 @@ def _settings(summary: dict) -> tuple[tuple[str, str], ...]:
     return tuple((str(k), str(v)) for k, v in settings.items()) if isinstance(settings, dict) else ()
 
 
+RECORD = "figures-record.toml"     # the templates of the runs' records (evidence, intervals, table cells)
+# A template's fields match one token (a number, a name: no space, comma, semicolon or bracket), except:
+TEXT_FIELDS = ("values", "list")   # any text, shown as it is; like a token, numbers and names only (else the
+                                   # template is passed over)
+NESTED_FIELDS = ("part", "what", "why", "against", "method")   # any text, itself translated
+ITEM_FIELDS = ("items",)           # a ", "-separated list, each item translated
+MAX_RECORD = 2500                  # characters: a longer record is shown as it is, in English (the runs write under
+                                   # 1500; it bounds the matching of fields that take any text)
+# an English word: a standalone word (not a unit after "/", a name before "=" or "/") with a part of two or more
+# lowercase letters (burn-in, held-out; not L-BFGS, HMC or MovieLens-1M), or a possessive ("SGRLD's"). Units and
+# symbols written in Latin letters in Japanese too, and the samplers' own names as a run writes them (sghmc-naive),
+# are not words.
+_WORD = re.compile(r"(?<![\w/.=-])[A-Za-z][\w-]*(?![\w/=])")
+_SYMBOLS = {"ms", "sd", "eps", "pi", "log", "sqrt", "nan", "inf", "theta"} | set(REGISTRY)
+
+
+def _kind(field: str) -> str:
+    base = field.rstrip("0123456789")
+    return ("text" if base in TEXT_FIELDS else "nested" if base in NESTED_FIELDS else
+            "items" if base in ITEM_FIELDS else "token")
+
+
+def split_top(text: str, sep: str) -> list[str]:
+    """The text cut at `sep` outside brackets (a clause's parenthesis keeps its own semicolons)."""
+    out, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        if text[i] in "([":
+            depth += 1
+        elif text[i] in ")]":
+            depth = max(0, depth - 1)
+        elif depth == 0 and text.startswith(sep, i):
+            out.append(text[start:i])
+            start = i = i + len(sep)
+            continue
+        i += 1
+    return out + [text[start:]]
+
+
+def neutral(text: str) -> bool:
+    """Whether a text has no English word to translate: numbers, names, symbols and units only."""
+    if re.search(r"\w's\b", text):
+        return False
+    return not any(w not in _SYMBOLS and any(len(p) > 1 and p.isascii() and p.isalpha() and p.islower()
+                                             for p in re.split(r"[-_]", w)) for w in _WORD.findall(text))
+
+
+@cache
+def record_templates(lang: str) -> tuple[tuple[str, re.Pattern, str], ...]:
+    """The language's record templates (key, pattern over the English, translation), the most specific (longest
+    words) first. A field named twice must match the same text both times (a back-reference)."""
+    path = LOCALE_DIR / lang / RECORD
+    if not path.exists():
+        return ()
+    with path.open("rb") as f:
+        table = tomllib.load(f)
+    out = []
+    for key, value in table.items():
+        parts = re.split(r"\{(\w+)\}", key)
+        if len(parts) == 1:
+            continue
+        seen, regex = [], []
+        for i, part in enumerate(parts):
+            if i % 2 == 0:
+                regex.append(re.escape(part))
+            elif part in seen:
+                regex.append(f"(?P={part})")
+            else:
+                seen.append(part)
+                regex.append(f"(?P<{part}>[^\\s,;()]+?)" if _kind(part) == "token" else f"(?P<{part}>.+?)")
+        out.append((key, re.compile("".join(regex) + r"\Z", re.S), value, len("".join(parts[::2]))))
+    out.sort(key=lambda t: -t[3])
+    return tuple(t[:3] for t in out)
+
+
+def record_in(text: str, lang: str = DEFAULT_LANG, _depth: int = 0) -> str | None:
+    """A line of a run's record in the language, or None where a clause of it has no template (and a word to
+    translate): its clauses (cut at "; ") each by an exact entry, a template with its fields filled in, or as
+    they are when they hold only numbers and names."""
+    if lang == DEFAULT_LANG:
+        return text
+    if len(text) > MAX_RECORD or _depth > 6:
+        return None
+    clauses = split_top(text, "; ")
+    if len(clauses) > 1:
+        done = [record_in(c, lang, _depth + 1) for c in clauses]
+        return None if None in done else tr("; ", lang).join(done)
+    table = entries(lang)
+    if text in table:
+        return table[text]
+    for _, pattern, value in record_templates(lang):
+        m = pattern.match(text)
+        if m is not None and (filled := _fill(m.groupdict(), lang, _depth)) is not None:
+            return value.format(**filled)
+    return text if neutral(text) else None
+
+
+def _fill(fields: dict[str, str], lang: str, depth: int) -> dict[str, str] | None:
+    out = {}
+    for name, value in fields.items():
+        kind = _kind(name)
+        if kind == "nested":
+            value = record_in(value, lang, depth + 1)
+        elif kind == "items":
+            items = [record_in(item, lang, depth + 1) for item in split_top(value, ", ")]
+            value = None if None in items else tr(", ", lang).join(items)
+        elif not neutral(value):          # a number's or a name's field holding words: not this template
+            value = None
+        if value is None:
+            return None
+        out[name] = value
+    return out
+
+
+def cell_in(text: str, lang: str = DEFAULT_LANG) -> str:
+    """A table's cell in the language: a number as it is, words through the record's templates (as written
+    where none fits: a potential's or a sampler's name)."""
+    if lang == DEFAULT_LANG or not text:
+        return text
+    if text not in entries(lang) and neutral(text):
+        return text          # most cells: numbers, whose look-up through every template would be wasted
+    return record_in(text, lang) or text
+
+
+def column_label(key: str, lang: str = DEFAULT_LANG) -> str:
+    """A CSV column's name for reading: the catalogue's, else the key with spaces for underscores."""
+    shown = tr(key, lang) if lang != DEFAULT_LANG else key
+    return shown.replace("_", " ") if shown == key else shown
+
+
+def _verdict_in(v: Verdict, lang: str) -> Verdict:
+    evidence, decides = record_in(v.evidence, lang), record_in(v.decides, lang) if v.decides else ""
+    return dataclasses.replace(
+        v, claim=tr(v.claim, lang), evidence=v.evidence if evidence is None else evidence,
+        evidence_lang=DEFAULT_LANG if evidence is None else lang,
+        decides=v.decides if decides is None else decides, decides_lang=DEFAULT_LANG if decides is None else lang)
+
+
 def in_lang(fig: Figure, lang: str = DEFAULT_LANG) -> Figure:
-    """The figure with its title, source, claims and the paper's numbers in the language, where the catalogue
-    has them (the English text where it has not)."""
+    """The figure with its title, source, claims, their evidence and the paper's numbers in the language, where
+    the catalogue has them (the English text where it has not)."""
     if lang == DEFAULT_LANG:
         return fig
-    claims = tuple(dataclasses.replace(v, claim=tr(v.claim, lang)) for v in fig.verdicts)
+    claims = tuple(_verdict_in(v, lang) for v in fig.verdicts)
     return dataclasses.replace(fig, title=tr(fig.title, lang), source=tr(fig.source, lang), verdicts=claims,
                                paper_numbers=tr(fig.paper_numbers, lang) if fig.paper_numbers else "")
 
@@ -200,14 +349,15 @@ def display_number(text: str, digits: int = SIGNIFICANT) -> str:
     return f"{mantissa}×10{str(exponent).translate(SUPERSCRIPT)}"
 
 
-def display_table(path: Path, max_rows: int = MAX_ROWS) -> tuple[list[str], list[list[str]], int]:
-    """(header, rows, rows left out): column names with spaces for underscores, cells by display_number."""
+def display_table(path: Path, max_rows: int = MAX_ROWS,
+                  lang: str = DEFAULT_LANG) -> tuple[list[str], list[list[str]], int]:
+    """(header, rows, rows left out): column names by column_label, cells by display_number (words by cell_in)."""
     text = Path(path).read_text(encoding="utf-8", errors="replace")
     rows = list(csv.reader(io.StringIO(text)))
     if not rows:
         return [], [], 0
-    header = [h.replace("_", " ") for h in rows[0]]
-    body = [[display_number(c) for c in r] for r in rows[1:max_rows + 1]]
+    header = [column_label(h, lang) for h in rows[0]]
+    body = [[cell_in(display_number(c), lang) for c in r] for r in rows[1:max_rows + 1]]
     return header, body, max(0, len(rows) - 1 - max_rows)
 
 
@@ -251,8 +401,9 @@ def _float(text: str) -> float | None:
         return None
 
 
-def plot_table(path: Path, name: str = "", max_rows: int = MAX_ROWS) -> PlotTable | None:
-    """The CSV's columns for an interactive plot, or None if it has no numeric column or no rows."""
+def plot_table(path: Path, name: str = "", max_rows: int = MAX_ROWS, lang: str = DEFAULT_LANG) -> PlotTable | None:
+    """The CSV's columns for an interactive plot, or None if it has no numeric column or no rows; its rows'
+    labels in the language (cell_in)."""
     try:
         rows = list(csv.reader(io.StringIO(Path(path).read_text(encoding="utf-8", errors="replace"))))
     except OSError:
@@ -279,7 +430,8 @@ def plot_table(path: Path, name: str = "", max_rows: int = MAX_ROWS) -> PlotTabl
         if len({tuple(columns[c][i] for c in varying[:k]) for i in range(len(body))}) == len(body):
             varying = varying[:k]
             break
-    labels = [" · ".join(columns[c][i] for c in varying if columns[c][i]) or f"row {i + 1}" for i in range(len(body))]
+    labels = [" · ".join(cell_in(columns[c][i], lang) for c in varying if columns[c][i]) or f"row {i + 1}"
+              for i in range(len(body))]
     # two rows of one label would be drawn as one point: number them
     seen: dict[str, int] = {}
     for i, label in enumerate(labels):

@@ -1,7 +1,9 @@
 """The Paper figures section: each reproduction under its paper, with its title, the claims it tests
 and their verdicts, its figure with a caption, its table rounded for reading, and its files to download;
 files no reproduction wrote follow under "Other files". `lang` is the language of its words (the claims and
-titles through the catalogue, app/model/figures.py: in_lang); changing it redraws the section."""
+titles through the catalogue, the runs' records, table cells and settings through their templates: see
+app/model/figures.py); changing it redraws the section. The plot's column menu is labelled in the language and
+keeps the CSV's column keys as its values."""
 from __future__ import annotations
 
 import html
@@ -14,7 +16,19 @@ import panel as pn
 import param
 from panel.viewable import Viewer
 
-from ..model.figures import Catalogue, Figure, PlotTable, catalogue, display_table, in_lang, plot_table, preview
+from ..model.figures import (
+    Catalogue,
+    Figure,
+    PlotTable,
+    catalogue,
+    cell_in,
+    column_label,
+    display_table,
+    in_lang,
+    plot_table,
+    preview,
+    record_in,
+)
 from ..model.i18n import DEFAULT_LANG, LANGS, tr
 
 STYLE = """
@@ -53,14 +67,22 @@ def intro(lang: str = DEFAULT_LANG) -> str:
               "rounded to four significant digits; the CSV files hold every digit.</p>", lang)
 
 
-def _record(lang: str) -> str:
-    """In another language, what the evidence that follows is: the run's own record, in English."""
-    return "" if lang == DEFAULT_LANG else tr("The run's record (in English): ", lang)
+def _record(lang: str, shown_in: str) -> str:
+    """In another language, what evidence left in English is: the run's own record (one no template of
+    app/locale/<lang>/figures-record.toml matches)."""
+    return "" if shown_in == lang else tr("The run's record (in English): ", lang)
 
 
-def _en(text: str, lang: str) -> str:
-    """Escaped text the run wrote in English (its numbers and their words), marked so in another language."""
-    return html.escape(text) if lang == DEFAULT_LANG else f"<span lang='en'>{html.escape(text)}</span>"
+def _en(text: str, lang: str, shown_in: str = DEFAULT_LANG) -> str:
+    """Escaped text the run wrote, marked as English where it is shown in English on a page in another
+    language (a screen reader then reads it as English)."""
+    return html.escape(text) if shown_in == lang else f"<span lang='en'>{html.escape(text)}</span>"
+
+
+def _run_text(text: str, lang: str) -> str:
+    """Escaped text a run wrote, in the language where its templates cover it, else in English marked so."""
+    shown = record_in(text, lang)
+    return _en(text, lang) if shown is None else html.escape(shown)
 
 
 def _html(text: str, **kw) -> pn.pane.HTML:
@@ -77,7 +99,7 @@ def _is_number(text: str) -> bool:
 
 
 def table_html(path, lang: str = DEFAULT_LANG) -> str:
-    header, rows, left_out = display_table(path)
+    header, rows, left_out = display_table(path, lang=lang)
     if not header:
         return ""
     head = "".join(f"<th>{html.escape(c)}</th>" for c in header)
@@ -111,11 +133,11 @@ def _image(path, caption: str, alt: str = "", lang: str = DEFAULT_LANG) -> pn.Co
     return pn.Column(pane, _html(f"<figcaption>{caption}</figcaption>"), sizing_mode="stretch_width")
 
 
-def _dim(name: str) -> hv.Dimension:
-    return hv.Dimension(name, label=name.replace("_", " "))
+def _dim(name: str, lang: str = DEFAULT_LANG) -> hv.Dimension:
+    return hv.Dimension(name, label=column_label(name, lang))
 
 
-def table_plot(table: PlotTable, metric: str, title: str = "") -> hv.Element:
+def table_plot(table: PlotTable, metric: str, title: str = "", lang: str = DEFAULT_LANG) -> hv.Element:
     """One column of a reproduction's table as HoloViews draws it: a point per row (the row's label on the
     vertical axis) or, for a figure with an x column, a curve per group; hovering a point shows every number
     of its row. Rows without a value in the column are left out (a log axis cannot draw them)."""
@@ -126,7 +148,7 @@ def table_plot(table: PlotTable, metric: str, title: str = "") -> hv.Element:
     if table.x is None:
         rows.reverse()    # a dot plot on its side lists its first row at the bottom: this puts it on top
     data = {"row": pick(table.labels), **{c: pick(table.columns[c]) for c in table.columns}}
-    vdims = [_dim(metric)] + [_dim(c) for c in others]
+    vdims = [_dim(metric, lang)] + [_dim(c, lang) for c in others]
     log = table.log_scale(metric)
     # the value axis: x once a dot plot is turned on its side
     value_format = {} if log else {"xformatter" if table.x is None else "yformatter": "%.4g"}
@@ -135,7 +157,7 @@ def table_plot(table: PlotTable, metric: str, title: str = "") -> hv.Element:
     if table.x is None:
         # a dot plot rather than bars: a bar on a log axis has no base to stand on
         height = max(160, 34 * len(rows) + 80)
-        return hv.Scatter(data, kdims=[_dim("row")], vdims=vdims).opts(
+        return hv.Scatter(data, kdims=[_dim("row", lang)], vdims=vdims).opts(
             invert_axes=True, size=10, color="#0072B2", logy=log, responsive=True, min_width=240, height=height,
             xlabel="", show_grid=True, xticks=4, **value_format, **hover)   # four ticks fit a phone
     groups = sorted({tuple(data[c][i] for c in table.by) for i in range(len(rows))})
@@ -145,8 +167,8 @@ def table_plot(table: PlotTable, metric: str, title: str = "") -> hv.Element:
     for k, group in enumerate(groups):
         keep = [i for i in range(len(rows)) if tuple(data[c][i] for c in table.by) == group]
         part = {key: [col[i] for i in keep] for key, col in data.items()}
-        label = " · ".join(group)
-        kdims, dims = [_dim(table.x)], vdims + [_dim("row")]
+        label = " · ".join(cell_in(g, lang) for g in group)
+        kdims, dims = [_dim(table.x, lang)], vdims + [_dim("row", lang)]
         layers.append(hv.Curve(part, kdims=kdims, vdims=dims, label=label).opts(color=palette[k % 8]))
         layers.append(hv.Scatter(part, kdims=kdims, vdims=dims, label=label).opts(
             color=palette[k % 8], marker=markers[k % 8], size=9, tools=["hover"]))
@@ -157,13 +179,14 @@ def table_plot(table: PlotTable, metric: str, title: str = "") -> hv.Element:
 
 def plot_view(fig: Figure, lang: str = DEFAULT_LANG) -> pn.Column | None:
     """The reproduction's table as an interactive plot, with a choice of the column it draws."""
-    table = plot_table(fig.table, fig.name) if fig.table is not None else None
+    table = plot_table(fig.table, fig.name, lang=lang) if fig.table is not None else None
     if table is None or not table.metrics:
         return None
-    pick = pn.widgets.Select(name=tr("Column plotted", lang), options={m.replace("_", " "): m for m in table.metrics},
+    # the labels in the language, the values the CSV's own column keys (what a link or a test names)
+    pick = pn.widgets.Select(name=tr("Column plotted", lang), options={column_label(m, lang): m for m in table.metrics},
                              value=table.primary, width=260, margin=(4, 10), css_classes=["figure-metric"])
     # linked_axes off: every figure has a "row" axis, and linked they would share one list of rows
-    plot = pn.pane.HoloViews(pn.bind(table_plot, table, pick), backend="bokeh", sizing_mode="stretch_width",
+    plot = pn.pane.HoloViews(pn.bind(table_plot, table, pick, lang=lang), backend="bokeh", sizing_mode="stretch_width",
                              linked_axes=False, margin=(4, 10), css_classes=["figure-plot"],
                              styles={"overflow": "hidden", "max-width": "100%"})
     return pn.Column(pick, plot, sizing_mode="stretch_width")
@@ -194,8 +217,9 @@ def figure_view(fig: Figure, lang: str = DEFAULT_LANG) -> pn.Column:
         items = "".join(
             f"<li class='{css[v.holds]}'><span class='mark' aria-hidden='true'>{v.mark}</span>"
             f"<span class='verdict-word'>{html.escape(v.word_in(lang))}:</span> {html.escape(v.claim)}"
-            f"<div class='evidence'>{_record(lang)}{_en(v.evidence, lang)}"
-            + (" " + tr("Decided by: {interval}.", lang, interval=_en(v.decides, lang)) if v.decides else "")
+            f"<div class='evidence'>{_record(lang, v.evidence_lang)}{_en(v.evidence, lang, v.evidence_lang)}"
+            + (" " + tr("Decided by: {interval}.", lang, interval=_en(v.decides, lang, v.decides_lang))
+               if v.decides else "")
             + "</div></li>"
             for v in fig.verdicts)
         text.append(f"<ul class='verdicts'>{items}</ul>")
@@ -219,7 +243,8 @@ def figure_view(fig: Figure, lang: str = DEFAULT_LANG) -> pn.Column:
     if fig.table is not None:
         items.append(_html(table_html(fig.table, lang), margin=(4, 10)))
     if fig.settings:
-        rows = "".join(f"<li><b>{html.escape(k)}</b> = {_en(v, lang)}</li>" for k, v in fig.settings)
+        # a setting's name through the catalogue (the run's key), its value through the record's templates
+        rows = "".join(f"<li><b>{html.escape(tr(k, lang))}</b> = {_run_text(v, lang)}</li>" for k, v in fig.settings)
         items.append(_html(f"<details><summary>{tr('Settings of this run', lang)}</summary><ul>{rows}</ul></details>"))
     if fig.downloads:
         items.append(_downloads(fig.downloads, lang))
