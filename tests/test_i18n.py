@@ -360,13 +360,14 @@ def string_words(*roots: Path) -> set[str]:
     return words
 
 
-def test_every_message_template_is_still_written_somewhere():
-    """(d) for messages.toml: each template's words are still in some string of app/ or samplers/ (the messages
-    are put together from pieces, so words rather than whole sentences), so a message reworded there leaves no
-    stale template behind unnoticed."""
-    known = string_words(APP, ROOT / "samplers")
-    assert "diverged" in known and "frobnicated" not in known       # it can find a word, and miss one
-    with (JA_DIR / i18n.MESSAGES).open("rb") as f:
+@pytest.mark.parametrize("name, roots", [(i18n.MESSAGES, ("app", "samplers")), (i18n.CHECKS, ("lessons",))])
+def test_every_message_template_is_still_written_somewhere(name, roots):
+    """(d) for messages.toml (checks.toml): each template's words are still in some string of app/ or samplers/
+    (lessons/) (the messages are put together from pieces, so words rather than whole sentences), so a message
+    reworded there leaves no stale template behind unnoticed."""
+    known = string_words(*(ROOT / r for r in roots))
+    assert {"diverged", "tolerance"} & known and "frobnicated" not in known       # it can find a word, and miss one
+    with (JA_DIR / name).open("rb") as f:
         keys = tomllib.load(f)
     stale = {key: missing for key in keys
              if (missing := [w for w in re.findall(r"[A-Za-z]{3,}", re.sub(r"\{\w+\}", " ", key)) if w not in known])}

@@ -67,6 +67,11 @@ NUMBER_FIELDS = ("value", "lo", "hi", "n", "k", "t", "s", "mb", "ms", "pos", "mo
 LABEL_FIELDS = ("label", "key", "cell", "file", "left", "right")
 
 
+def _number(field: str) -> bool:
+    """A number field: named so, or x1, x2, ... (a list's items, whose numbers must not run into the next item)."""
+    return field in NUMBER_FIELDS or re.fullmatch(r"x\d+", field) is not None
+
+
 MESSAGES = "messages.toml"     # the templates that match messages (the other files' templates are the code's own)
 # the lessons' check lines (lessons/checks/), matched as messages are; a file of their own, as they are many
 CHECKS = "checks.toml"
@@ -89,7 +94,7 @@ def _patterns(lang: str) -> list[tuple[re.Pattern, str]]:
         if "{" not in key:
             continue
         parts = re.split(r"\{(\w+)\}", key)
-        regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>[^\\s,;()]+?)" if p in NUMBER_FIELDS else
+        regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>[^\\s,;()]+?)" if _number(p) else
                         f"(?P<{p}>(?:(?!: ).)+?)" if p in LABEL_FIELDS else
                         f"(?P<{p}>.+?)" for i, p in enumerate(parts))
         try:

@@ -15,7 +15,7 @@ from panel.viewable import Viewer
 from lessons import run_check
 
 from ..model.content import ERRATA_SLUG, GLOSSARY_SLUG, errata_page, glossary_page, list_lessons
-from ..model.i18n import DEFAULT_LANG, LANGS, tr
+from ..model.i18n import DEFAULT_LANG, LANGS, tr, tr_message
 from ..model.presets import demo_query
 from .ladder import LadderView
 from .lesson_demo import LessonDemo
@@ -229,7 +229,8 @@ def _markdown(text: str, font_size: str = "15px", lang: str = DEFAULT_LANG) -> p
 
 def _check_line(name: str, lang: str = DEFAULT_LANG) -> str:
     """A lesson's numerical check, run here (quick size, memoised per process) and shown with its verdict. The
-    check's own line (its numbers) is the library's, in English: marked so, for a screen reader's voice."""
+    check's own line (its numbers) is the library's, in English, put in the page's language by its template
+    (app/locale/ja/checks.toml); a line without one is shown in English and marked so, for a screen reader's voice."""
     try:
         res = run_check(name, quick=True)
     except Exception as err:  # a check must never take the page down
@@ -237,7 +238,9 @@ def _check_line(name: str, lang: str = DEFAULT_LANG) -> str:
         return tr("> **Numerical check `{name}`** could not run: {why}", lang, name=name, why=html.escape(why))
     mark = (tr("skipped", lang) if res.get("skipped") else
             tr("✓ passed", lang) if res.get("passed") else tr("✗ failed", lang))
-    line = html.escape(str(res.get("text", "")))
-    if lang != "en":
+    text = str(res.get("text", ""))
+    shown = tr_message(text, lang)
+    line = html.escape(shown)
+    if lang != DEFAULT_LANG and shown == text:
         line = f"<span lang='en'>{line}</span>"
     return tr("> **Numerical check ({mark}):** {text}", lang, mark=mark, text=line)
