@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app"
 JA_DIR = i18n.LOCALE_DIR / "ja"
 # the catalogue files of this area (others' files, app/locale/ja/<helper>.toml, are checked by their own tests)
-OWN_FILES = ("lab.toml", "messages.toml")
+OWN_FILES = ("lab.toml", "messages.toml", "i31-lib.toml")
 CALLS = {"tr", "N_"}   # tr(text, lang, **fields) and N_(text): the first argument is a catalogue key
 
 
@@ -563,8 +563,8 @@ def test_a_refusal_quotes_what_was_typed_as_typed(bad_inputs):
 
 
 def test_a_removed_template_lets_english_through(bad_inputs, monkeypatch):
-    """The test above can fail: without any one of the templates it relies on (every third one tried, and every
-    exact entry), some message falls through to English."""
+    """The test above can fail: without any one of the templates it relies on (each tried in turn, the exact
+    entries taken away with it), some message falls through to English."""
     names = identifiers() | WRITTEN_AS_IS
     patterns = i18n._patterns("ja")
     table = i18n.catalogue("ja")
@@ -581,19 +581,28 @@ def test_a_removed_template_lets_english_through(bad_inputs, monkeypatch):
             return m
 
     used = {}      # a template, with a message whose translation takes it
+    # a template that only passes its fields on ("{cell}: {why}", its Japanese its English) words nothing itself
+    passing = {p for p, v in patterns if p.match(v)}
     with monkeypatch.context() as mp:
         mp.setattr(i18n, "_patterns", lambda lang: [(Recorded(p), v) for p, v in patterns])
         for message, typed in bad_inputs:
             hits.clear()
             i18n.tr_message(message, "ja")
-            for pattern in hits:
+            for pattern in set(hits) - passing:
                 used.setdefault(pattern.pattern, (pattern, message, typed))
     assert len(used) > 100
-    for key, (pattern, message, typed) in sorted(used.items())[::3]:
+    before = {message: i18n.tr_message(message, "ja") for message, _ in bad_inputs}
+    softened = []
+    for key, (pattern, message, typed) in sorted(used.items()):
         with monkeypatch.context() as mp:
             mp.setattr(i18n, "_patterns", lambda lang, _p=pattern: [x for x in patterns if x[0] is not _p])
             mp.setattr(i18n, "catalogue", lambda lang: {k: v for k, v in table.items() if "{" not in k})
-            assert english_left(message, typed, names), f"still Japanese without {key!r}: {message!r}"
+            if not english_left(message, typed, names):
+                softened.append((key, message, i18n.tr_message(message, "ja")))
+                assert i18n.tr_message(message, "ja") != before[message], f"{key!r} is not what words {message!r}"
+    # a message a more general template words without English once its own template is gone (its wording then
+    # the general one's): few, the rest fall through to English
+    assert len(softened) <= len(used) // 10, "\n".join(f"{k}: {m!r} -> {t!r}" for k, m, t in softened)
 
 
 # the modules whose raise sites a user of the lab can reach, and the calls that raise a refusal
