@@ -700,3 +700,24 @@ def test_every_refusal_of_the_library_reads_in_japanese():
     assert not left, "refusals without a Japanese template:\n" + "\n".join(
         f"  {w}: {t!r} {words}" for t, (w, words) in left.items())
     assert not set(FILLED_IN_CODE) - set(sites), "stale FILLED_IN_CODE entries"
+
+
+def test_the_target_picker_shows_a_refusal_in_japanese_with_the_typed_text_escaped():
+    """Through the view: a typed U's and an uploaded model's refusals in the page's language, what the user typed
+    (here a file name with markup) escaped, and in English again after switching."""
+    from app.model.config import LabConfig
+    from app.model.lab import Lab, typed_potential_reason
+    from app.model.modelupload import _checked, _texts
+    from app.views.controls import PotentialPicker
+    picker = PotentialPicker(Lab(LabConfig()), lang="ja")
+    picker._typed_field()
+    picker._show_status("error", typed_potential_reason("2x").detail)
+    assert "演算子がない" in picker.status.object and "2*x" in picker.status.object
+    sent = []
+    _checked(sent.append, *_texts({"<img src=x>.yaml": M_FILE.replace("[t1, t2]", "3").encode(), "d.csv": M_CSV}),
+             "model:upload:test")
+    picker._show_upload("error", sent[0][1])
+    shown = picker.upload_status.object
+    assert "&lt;img src=x&gt;.yaml: 1 行 9 列: params: 名前のリストを書く" in shown and "<img" not in shown, shown
+    picker.lang = "en"
+    assert "missing operator" in picker.status.object and "a list of names" in picker.upload_status.object
