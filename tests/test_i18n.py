@@ -22,6 +22,7 @@ import time
 import tomllib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from app.model import i18n
@@ -442,14 +443,20 @@ BAD_MODELS = [{"a.csv": M_CSV}, {"m.yaml": M_FILE.encode(), "n.yaml": b""}, {"m.
               *({"m.yaml": M_FILE.encode(), "d.csv": csv} for csv in [
                   b"", b"x\n", b"x,x\n1,2\n", b"x\n1,2\n", b"x\nfoo\n", b"y\n1\n", b"1\n2\n",
                   b",".join(b"c%d" % i for i in range(300)) + b"\n1\n"])]
-BAD_LINKS = ["?n=0", "?n=x", "?V=-1", "?seed=1.5", "?pot=nope", "?a=nope", "?a.eps=-1", "?a.eps=x", "?a.eps=inf",
-             "?a.foo=1", "?a=santa&a.G1=foo", "?a=santa&a.G1=expr:x^", "?a=santa&a.G1=expr:-1",
-             "?a=santa&a.G1=expr:y&pot=double-well", "?a=santa&a.integrator=splitting&a.G1=expr:1+x^2",
+# samplers built with what the lab's run would build them with: (sampler, target, V, batch, parameters)
+BAD_BUILDS = [("santa", "double-well", 1.0, None, {"G1": "expr:y"}),
+              ("santa", "double-well", 1.0, None, {"integrator": "splitting", "G1": "expr:1+x^2"}),
+              ("qnhmc", "gaussian", 1.0, None, {"update": "sr1", "memory": 5}),
+              ("scir", "gaussian", None, 10, {}), ("scir", "gaussian", None, None, {}),
+              ("scir", "gamma:1", 1.0, None, {}),
+              ("sgld", "double-well", 1.0, 10, {})]
+BAD_LINKS = ["?n=0", "?n=x", "?V=-1", "?seed=1.5", "?pot=nope", "?s=nope", "?a.eps=-1", "?a.eps=x", "?a.eps=inf",
+             "?a.foo=1", "?s=santa&a.G1=foo", "?s=santa&a.G1=expr:x^", "?s=santa&a.G1=expr:-1",
              "?pot=dirichlet:1", "?pot=dirichlet:x", "?pot=gamma:-1", "?pot=gamma:x", "?pot=dirichlet:1,2;beta=3",
-             "?box=1,0", "?box=x", "?a.beta=0", "?a=scir&a.beta=2&pot=gamma:1", "?D=x", "?lang=fr",
-             "?a=santa&a.integrator=x", "?batch=0", "?design=x", "?design={}", "?foo=1", "?a=qnhmc&a.update=sr1",
-             "?a=sgld&a.Bhat=-1", "?a.C=x", "?chains=0", "?speed=x", "?burn=-1", "?start=x", "?dtype=x", "?tab=x",
-             "?lesson=x"]
+             "?box=1,0", "?box=x", "?a.beta=0", "?s=scir&a.beta=2&pot=gamma:1", "?D=x", "?lang=fr",
+             "?s=santa&a.integrator=x", "?batch=0", "?design=x", "?design={}", "?foo=1",
+             "?s=sgld&a.Bhat=-1", "?a.C=x", "?speed=x", "?burn=-1", "?start=x", "?dtype=x", "?tab=x",
+             "?lesson=x", "?s=sgld&a.beta=x", "?s=qnhmc&a.memory=1.5", "?cmp=x"]
 
 
 def bad_input_messages() -> list[tuple[str, str]]:
@@ -502,6 +509,11 @@ def bad_input_messages() -> list[tuple[str, str]]:
         _checked(sent.append, *args, "model:upload:test")
         assert sent[0][0] == "refused", files
         out.append((sent[0][1], typed))
+    from samplers.registry import build_sampler as build
+    for name, target, V, batch, params in BAD_BUILDS:
+        with pytest.raises(InputError) as err:
+            build(name, get_potential(target), V, batch, **params).init_state(4, np.random.default_rng(0))
+        out.append((str(err.value), " ".join(map(str, params.values()))))
     for query in BAD_LINKS:
         errors = apply_query(LabConfig(), parse_search(query)) + nav_errors(parse_search(query), ["lab"], ["02-recipe"])
         assert errors, query
