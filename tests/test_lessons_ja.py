@@ -363,3 +363,65 @@ def test_switching_the_language_keeps_a_lesson_demo_and_rewords_it():
     view.lang = "ja"
     assert view.demo is demo and list(view.select.options)[4] == "SGHMC とその摩擦項"
     view.stop()
+
+
+# --- the checks' result lines in Japanese (issue 31) ----------------------------------------------------------------
+# Each check's line (lessons/checks/: its numbers in an English sentence) is read through the templates of
+# app/locale/ja/checks.toml. Every check is run at its quick size (memoised per process, as the app runs them).
+
+# Latin words a Japanese line keeps: the methods' and measures' names, symbols and functions of the formulas, the
+# integrators as the library names them (euler, splitting), and a sympy expression's variables (r_1, xi)
+CHECK_WORDS = {"SGLD", "SGHMC", "gSGRHMC", "SGNHT", "SGRLD", "SCIR", "QNHMC", "HMC", "Santa", "BFGS", "KL", "ESS",
+               "KS", "SDE", "CIR", "MGF", "max", "div", "exp", "log", "Var", "Gamma", "true", "euler", "splitting",
+               "xi"}
+LATIN = re.compile(r"[A-Za-z]{2,}")
+
+
+@pytest.fixture(scope="module")
+def check_lines():
+    from lessons import run_check
+    from lessons.checks import CHECKS
+    return {name: str(run_check(name, quick=True)["text"]) for name in CHECKS}
+
+
+def english_words(line: str) -> set[str]:
+    return set(LATIN.findall(line)) - CHECK_WORDS
+
+
+def test_every_check_line_reads_in_japanese(check_lines):
+    from app.model.i18n import tr_message
+    assert len(check_lines) >= 25
+    left = {}
+    for name, text in check_lines.items():
+        shown = tr_message(text, "ja")
+        if shown == text or english_words(shown) or JAPANESE.search(shown) is None:
+            left[name] = (shown, sorted(english_words(shown)))
+    assert not left, "check lines left in English:\n" + "\n".join(f"  {n}: {s!r} {w}" for n, (s, w) in left.items())
+
+
+def test_a_check_line_without_its_template_falls_back_to_english(check_lines, monkeypatch):
+    """The test above can fail: without any one template of checks.toml a line is English again (the check's own
+    line, or one written from the template with its numbers filled in: a verdict the checks do not reach today,
+    'it does not', is worded too)."""
+    import tomllib
+
+    from app.model import i18n
+    with (i18n.LOCALE_DIR / "ja" / i18n.CHECKS).open("rb") as f:
+        keys = list(tomllib.load(f))
+    patterns, table = i18n._patterns("ja"), i18n.catalogue("ja")
+    assert len(keys) >= 30
+    for key in keys:
+        regex = next(p for p, v in patterns if v == table[key])     # each template's Japanese is its own
+        filled = re.sub(r"\{\w+\}", "7", key)
+        assert not english_words(i18n.tr_message(filled, "ja")), key
+        with monkeypatch.context() as mp:
+            mp.setattr(i18n, "_patterns", lambda lang, _r=regex: [x for x in patterns if x[0] is not _r])
+            assert english_words(i18n.tr_message(filled, "ja")), key
+
+
+def test_the_lesson_page_shows_the_check_line_in_its_language(check_lines):
+    """The page's check line: in Japanese with lang=ja (no part marked as English), in English otherwise."""
+    from app.views.lessons import _check_line
+    ja, en = _check_line("recipe_residual", "ja"), _check_line("recipe_residual", "en")
+    assert "lang='en'" not in ja and "Γ ありの残差" in ja and "数値による確認" in ja, ja
+    assert check_lines["recipe_residual"].split(" (")[0] in en and "lang=" not in en

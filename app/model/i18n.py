@@ -56,31 +56,46 @@ def tr(text: str, lang: str = DEFAULT_LANG, /, **fields) -> str:
 
 # A template's fields holding text of their own (a reason, a list of reasons) are translated in turn; the
 # others (a value, a name, a number) are shown as they are.
-NESTED_FIELDS = ("why", "reason", "rest")
-LIST_FIELDS = ("items",)       # "; "-separated reasons, each translated
+NESTED_FIELDS = ("why", "reason", "rest", "what", "noun", "bounds", "title", "names", "known")
+# fields holding a list of reasons or phrases: (the English separator, the language's), each item translated
+LIST_FIELDS = {"items": ("; ", "; "), "dirs": (" and as ", "、")}
 # fields that hold a number or a bound: they match no space (so "{value} (not applied)" is told from "{value}")
-NUMBER_FIELDS = ("value", "lo", "hi", "n", "k", "t", "s", "mb", "ms", "pos", "most", "chains", "budget", "eps")
+NUMBER_FIELDS = ("value", "lo", "hi", "n", "k", "t", "s", "mb", "ms", "pos", "most", "chains", "budget", "eps",
+                 "line", "column", "i", "d", "fn")
+# fields that name a place (a key, a cell, a file): they hold no ": ", so that a message's own prefix ("line 3,
+# column 7: ") is matched by its template, not swallowed by a label's
+LABEL_FIELDS = ("label", "key", "cell", "file", "left", "right")
+
+
+def _number(field: str) -> bool:
+    """A number field: named so, or x1, x2, ... (a list's items, whose numbers must not run into the next item)."""
+    return field in NUMBER_FIELDS or re.fullmatch(r"x\d+", field) is not None
 
 
 MESSAGES = "messages.toml"     # the templates that match messages (the other files' templates are the code's own)
+# the lessons' check lines (lessons/checks/), matched as messages are; a file of their own, as they are many
+CHECKS = "checks.toml"
+TEMPLATE_FILES = (MESSAGES, CHECKS)
 
 
 @cache
 def _patterns(lang: str) -> list[tuple[re.Pattern, str]]:
-    """The language's message templates (its messages.toml) as patterns over the English text, the most specific
-    (longest words) first. Only these: a template the code fills in itself ("{shape}: {parts}.") would match
+    """The language's message templates (messages.toml, checks.toml) as patterns over the English text, the most
+    specific (longest words) first. Only these: a template the code fills in itself ("{shape}: {parts}.") would match
     about any message."""
-    path = LOCALE_DIR / lang / MESSAGES
-    if not path.exists():
-        return []
-    with path.open("rb") as f:
-        entries = tomllib.load(f)
+    entries = {}
+    for name in TEMPLATE_FILES:
+        path = LOCALE_DIR / lang / name
+        if path.exists():
+            with path.open("rb") as f:
+                entries |= tomllib.load(f)
     out = []
     for key, value in entries.items():
         if "{" not in key:
             continue
         parts = re.split(r"\{(\w+)\}", key)
-        regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>[^\\s,;()]+?)" if p in NUMBER_FIELDS else
+        regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>[^\\s,;()]+?)" if _number(p) else
+                        f"(?P<{p}>(?:(?!: ).)+?)" if p in LABEL_FIELDS else
                         f"(?P<{p}>.+?)" for i, p in enumerate(parts))
         try:
             out.append((re.compile(regex + r"\Z", re.S), value, len("".join(parts[::2]))))
@@ -91,7 +106,7 @@ def _patterns(lang: str) -> list[tuple[re.Pattern, str]]:
 
 
 MAX_MATCHED = 4000     # characters: a longer message (never written by the lab) is shown as it is
-MAX_DEPTH = 3          # templates within templates: a message's reason, and the reason's own
+MAX_DEPTH = 5          # templates within templates: a file's line, a field, a cell, its reason, the reason's own
 
 
 def tr_message(text: str, lang: str = DEFAULT_LANG, /, _depth: int = 0) -> str:
@@ -114,8 +129,9 @@ def tr_message(text: str, lang: str = DEFAULT_LANG, /, _depth: int = 0) -> str:
             if name in NESTED_FIELDS:
                 fields[name] = tr_message(fields[name], lang, _depth=_depth + 1)
             elif name in LIST_FIELDS:
-                fields[name] = "; ".join(tr_message(item, lang, _depth=_depth + 1)
-                                         for item in fields[name].split("; "))
+                sep, out_sep = LIST_FIELDS[name]
+                fields[name] = out_sep.join(tr_message(item, lang, _depth=_depth + 1)
+                                            for item in fields[name].split(sep))
         try:
             return value.format(**fields)
         except (KeyError, IndexError, ValueError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 
 from samplers.cache import BoundedCache
+from samplers.errors import InputError
 from samplers.targets.modelfile import ModelFileError, read_model_text
 from samplers.targets.potential import Potential
 
@@ -58,6 +59,8 @@ def _checked(send, *args):
         send(("ok", pot.dim))
     except ModelFileError as err:
         send(("refused", str(err)))
+    except InputError as err:      # its posterior refused (not proper, not finite): its own words, no class name
+        send(("refused", f"{args[0][:80]}: the model cannot be used: {str(err)[:300]}"))
     except Exception as err:       # noqa: BLE001 - in the sandbox: anything a file causes is the file's to hear
         send(("refused", f"{args[0][:80]}: the model cannot be used ({type(err).__name__}: {str(err)[:200]})"))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 import re
+from functools import partial
 
 import panel as pn
 import param
@@ -15,7 +16,7 @@ from panel.viewable import Viewer
 from lessons import run_check
 
 from ..model.content import ERRATA_SLUG, GLOSSARY_SLUG, errata_page, glossary_page, list_lessons
-from ..model.i18n import DEFAULT_LANG, LANGS, tr
+from ..model.i18n import DEFAULT_LANG, LANGS, tr, tr_message
 from ..model.presets import demo_query
 from .ladder import LadderView
 from .lesson_demo import LessonDemo
@@ -29,7 +30,9 @@ LESSON_CSS = """
 code { color: #1d3f8f; background: #f3f5f9; border-radius: 3px; padding: 0 2px; }
 .sr-only { position: absolute; width: 1px; height: 1px; padding: 0; margin: -1px; overflow: hidden;
            clip: rect(0, 0, 0, 0); white-space: nowrap; border: 0; }
-div.tex { overflow-x: auto; }
+/* a display equation wider than its column (a phone) scrolls inside its own box, which the keyboard can reach */
+div.tex-scroll { overflow-x: auto; overflow-y: hidden; max-width: 100%; position: relative; }
+div.tex-scroll:focus-visible { outline: 2px solid #1d3f8f; outline-offset: 2px; }
 """
 # A link to an entry of the errata (`?tab=lessons&lesson=errata#e13`, or `#e13` within the page) scrolls to its
 # anchor: the page is drawn inside shadow roots, where the browser's own search for a fragment does not reach.
@@ -56,21 +59,29 @@ if (!window.__lesson_anchors) {
 """
 
 
-def _tex(content: str, options: dict) -> str:
+def _tex(content: str, options: dict, lang: str = DEFAULT_LANG) -> str:
     """dollarmath's $...$ and $$...$$ as \\(...\\) and $$...$$, which Panel's Markdown model typesets
     with Bokeh's bundled MathJax (served by the server: no CDN).
 
     That MathJax draws an SVG with role="img" and no text: the drawing is hidden from screen readers and the
-    TeX source is read in its place (visually hidden; no delimiters, so MathJax leaves it as text)."""
+    TeX source is read in its place (visually hidden; no delimiters, so MathJax leaves it as text). A display
+    equation sits in a box of its own that scrolls sideways when the column is narrower (a phone), focusable
+    and named so that a keyboard can scroll it too (axe's scrollable-region-focusable)."""
     body = content.translate(TEX_SAFE)
-    tag = "div" if options.get("display_mode") else "span"
-    math = f"$${body}$$" if options.get("display_mode") else f"\\({body}\\)"
-    return (f"<{tag} class='tex' aria-hidden='true'>{math}</{tag}>"
-            f"<span class='sr-only'>{html.escape(content.strip())}</span>")
+    source = f"<span class='sr-only'>{html.escape(content.strip())}</span>"
+    if not options.get("display_mode"):
+        return f"<span class='tex' aria-hidden='true'>\\({body}\\)</span>{source}"
+    label = html.escape(tr("Equation", lang), quote=True)
+    return (f"<div class='tex-scroll' tabindex='0' role='group' aria-label='{label}'>"
+            f"<div class='tex' aria-hidden='true'>$${body}$$</div>{source}</div>")
 
 
-def math_plugin(md):
-    return dollarmath_plugin(md, renderer=_tex, double_inline=True)
+def math_plugin(md, lang: str = DEFAULT_LANG):
+    return dollarmath_plugin(md, renderer=partial(_tex, lang=lang), double_inline=True)
+
+
+# one plugin per language, made once: Panel caches its Markdown parser by its plugins
+MATH_PLUGINS = {lang: partial(math_plugin, lang=lang) for lang in LANGS}
 
 
 def pages(lang: str = DEFAULT_LANG) -> list:
@@ -222,14 +233,16 @@ def _markdown(text: str, font_size: str = "15px", lang: str = DEFAULT_LANG) -> p
     if keep:
         text = re.sub(r"\]\((\?tab=(?:lab|figures|models)\b[^)\s#]*)", rf"](\1{keep}", text)
     # 15 px: reading text, on a phone as on a projector (Panel's default is 12 px)
-    return pn.pane.Markdown(text, plugins=[math_plugin], sizing_mode="stretch_width", css_classes=["lesson-body"],
+    return pn.pane.Markdown(text, plugins=[MATH_PLUGINS[lang]], sizing_mode="stretch_width",
+                            css_classes=["lesson-body"],
                             styles={"overflow-x": "auto", "min-width": "0", "font-size": font_size},
                             stylesheets=[LESSON_CSS])
 
 
 def _check_line(name: str, lang: str = DEFAULT_LANG) -> str:
     """A lesson's numerical check, run here (quick size, memoised per process) and shown with its verdict. The
-    check's own line (its numbers) is the library's, in English: marked so, for a screen reader's voice."""
+    check's own line (its numbers) is the library's, in English, put in the page's language by its template
+    (app/locale/ja/checks.toml); a line without one is shown in English and marked so, for a screen reader's voice."""
     try:
         res = run_check(name, quick=True)
     except Exception as err:  # a check must never take the page down
@@ -237,7 +250,9 @@ def _check_line(name: str, lang: str = DEFAULT_LANG) -> str:
         return tr("> **Numerical check `{name}`** could not run: {why}", lang, name=name, why=html.escape(why))
     mark = (tr("skipped", lang) if res.get("skipped") else
             tr("✓ passed", lang) if res.get("passed") else tr("✗ failed", lang))
-    line = html.escape(str(res.get("text", "")))
-    if lang != "en":
+    text = str(res.get("text", ""))
+    shown = tr_message(text, lang)
+    line = html.escape(shown)
+    if lang != DEFAULT_LANG and shown == text:
         line = f"<span lang='en'>{line}</span>"
     return tr("> **Numerical check ({mark}):** {text}", lang, mark=mark, text=line)
