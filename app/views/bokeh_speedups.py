@@ -67,6 +67,7 @@ from bokeh.model import Model
 from bokeh.protocol.message import Message
 from bokeh.protocol.messages.patch_doc import patch_doc
 from bokeh.server.views.ws import WSHandler
+from bokeh.settings import settings
 from panel.io import document as panel_document
 from panel.pane import HTML
 from panel.pane.markup import HTMLBasePane
@@ -92,6 +93,9 @@ ORIGINAL = {"query_properties_with_values": HasProps.query_properties_with_value
             "ws._write_frame": WebSocketProtocol13._write_frame, "Serializer._encode_list": Serializer._encode_list,
             "HTMLBasePane._update": HTMLBasePane._update}
 IMMUTABLE = (str, int, float, bool, type(None))
+# read by Bokeh for every id it makes and every message it writes (seven times a frame), each read a search of the
+# environment and the config files: their values at the server's start, kept as Bokeh's own user-set values
+FROZEN_SETTINGS = (settings.simple_ids, settings.pretty)
 _defaults: dict = {}
 log = logging.getLogger(__name__)
 
@@ -297,4 +301,6 @@ def install() -> bool:
     panel_document.dispatch_tornado = dispatch_tornado
     patch_doc.create = classmethod(create_patch_doc)
     HTMLBasePane._update = html_update
+    for setting in FROZEN_SETTINGS:
+        setting.set_value(setting())
     return True

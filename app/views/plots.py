@@ -552,16 +552,15 @@ class RunPlots:
             xr.update(start=t - TRACE_ROLLOVER, end=t + TRACE_AHEAD)
 
     def _path_columns(self, run, rows):
-        w = run.path_width
+        w, K = run.path_width, self.K
+        chains = rows[:, 1:1 + K * w].reshape(len(rows), K, w)      # (rows, chain, coordinate)
+        x = chains[:, :, 0]
+        y = chains[:, :, 1] if run.dim >= 2 else (chains[:, :, w - 1] if run.has_momentum else None)
+        x, y = self._in_view(x, y)          # every chain's at once
         out = {"t": rows[:, 0].tolist()}
-        for k in range(self.K):
-            base = 1 + k * w
-            x = rows[:, base]
-            y = rows[:, base + 1] if run.dim >= 2 else (rows[:, base + w - 1] if run.has_momentum else None)
-            x, y = self._in_view(x, y)
-            out[f"x{k}"] = x.tolist()
-            if y is not None:
-                out[f"y{k}" if run.dim >= 2 else f"r{k}"] = y.tolist()
+        out.update(zip((f"x{k}" for k in range(K)), x.T.tolist()))
+        if y is not None:
+            out.update(zip((f"y{k}" if run.dim >= 2 else f"r{k}" for k in range(K)), y.T.tolist()))
         return out
 
     def _in_view(self, x, y=None):
