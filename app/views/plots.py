@@ -745,17 +745,17 @@ class KLHistory:
             for src, pending in zip(self.sources, self._pending):
                 if pending:
                     t, kl = zip(*pending)
-                    src.stream(dict(t=list(t), kl=list(kl)), rollover=2000)
+                    stream_columns(src, dict(t=list(t), kl=list(kl)), 2000)
                     pending.clear()
             self._fit()
 
     def _fit(self) -> None:
         """The ranges around the data shown (a log range in whole powers of ten: it moves seldom)."""
         ts = [float(v) for src in self.sources for v in (*src.data["t"][:1], *src.data["t"][-1:])]
-        kls = [float(v) for src in self.sources for v in src.data["kl"]]
+        kls = [src.data["kl"] for src in self.sources if len(src.data["kl"])]      # up to 2000 points each
         if not ts or not kls:
             return
         lo, hi = min(ts), max(ts)
         self.fig.x_range.update(start=lo, end=hi if hi > lo else lo + 1)
-        self.fig.y_range.update(start=10.0 ** math.floor(math.log10(min(kls))),
-                                end=10.0 ** math.ceil(math.log10(max(kls)) + 1e-9))
+        self.fig.y_range.update(start=10.0 ** math.floor(math.log10(float(min(map(min, kls))))),
+                                end=10.0 ** math.ceil(math.log10(float(max(map(max, kls)))) + 1e-9))
