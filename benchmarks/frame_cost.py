@@ -10,7 +10,7 @@ per frame, nginx included). The first tree is the reference: the others' cost is
 Rates under load mean little; the CPU per frame and its ratios are the figures.
 
     python -m benchmarks.frame_cost [--trees /work/main,.] [--sessions 8] [--seconds 20] [--rounds 3]
-    python -m benchmarks.frame_cost --in-process [--frames 300] [--period-ms 100]
+    python -m benchmarks.frame_cost --in-process [--frames 300] [--period-ms 100] [--presets first-screen]
 
 --in-process: on a machine too busy for the servers to reach a realistic rate (at 1-2 updates/s the numbers under
 the plots, refreshed by time, weigh on every frame), each tree's frame measured without a server instead
@@ -31,9 +31,13 @@ import time
 import urllib.request
 from pathlib import Path
 
+from app.model.presets import FIRST_SCREEN
 from benchmarks.app_sessions import ProtocolClient, cpu_seconds
-from benchmarks.class_load import PRESETS
+from benchmarks.class_load import PRESETS as CLASS_PRESETS
 from deploy.class_server import UNUSED_SESSION_MS, free_port, panel_args
+
+# class_load's presets, and the page a bare link opens (the naive-vs-corrected pair): --presets first-screen
+PRESETS = {**CLASS_PRESETS, "first-screen": FIRST_SCREEN + "&play=1"}
 
 
 class Server:
@@ -140,7 +144,8 @@ def main():
     ap.add_argument("--sessions", type=int, default=8, help="playing sessions per server")
     ap.add_argument("--seconds", type=float, default=20.0, help="length of one measuring window")
     ap.add_argument("--rounds", type=int, default=3, help="windows (the median is printed)")
-    ap.add_argument("--presets", default=",".join(PRESETS), help="class_load's presets, taken in turn")
+    ap.add_argument("--presets", default=",".join(CLASS_PRESETS),
+                    help=f"presets taken in turn, of {', '.join(PRESETS)}")
     args = ap.parse_args()
     trees = [Path(t) for t in args.trees.split(",")]
     if args.in_process:
