@@ -1,6 +1,9 @@
 """One tree's server CPU per frame of a loaded page, in this process (no server, no event loop): run by
 benchmarks/frame_cost.py --in-process with each tree on PYTHONPATH, so that each tree's own code is measured.
 
+With a frame count of 0 it takes counts of frames on stdin and answers each with the figures so far: frame_cost.py
+runs the trees side by side that way, a few frames of each in turn, so that the machine's load weighs on all alike.
+
 A frame here is what the server does for one session's frame: the frame loop's tick (advance, aggregate, update the
 sources, the numbers under the plots when due), the PATCH-DOC message made of its changes, and the message written
 to a websocket as the installed Panel writes it (tornado's framing, into a stream that only records). The document is
@@ -87,22 +90,37 @@ def main(presets: dict[str, str], frames: int, period_ms: float, profile: str | 
         made = {name: session(q) for name, q in presets.items()}
         cpu = {name: 0.0 for name in made}
         writes = {name: 0 for name in made}
+        done = 0
+
+        def frames_of_each(count):
+            for _ in range(count):
+                clock[0] += period_ms / 1e3
+                for name, frame in made.items():      # interleaved: a busy machine slows all alike
+                    w0, t0 = Stream.writes, time.process_time()
+                    frame()
+                    cpu[name] += time.process_time() - t0
+                    writes[name] += Stream.writes - w0
+            return {name: (1e3 * cpu[name] / max(done, 1), writes[name] / max(done, 1)) for name in made}
+
+        if frames <= 0:      # lockstep (frame_cost.py): counts of frames on stdin, the figures so far back
+            print("ready", flush=True)
+            for line in sys.stdin:
+                done += int(line)
+                print(json.dumps(frames_of_each(int(line))), flush=True)
+            return None
         if profile:
             import cProfile
             profiler = cProfile.Profile()
             profiler.enable()
-        for _ in range(frames):
-            clock[0] += period_ms / 1e3
-            for name, frame in made.items():      # interleaved: a busy machine slows all alike
-                w0, t0 = Stream.writes, time.process_time()
-                frame()
-                cpu[name] += time.process_time() - t0
-                writes[name] += Stream.writes - w0
+        done = frames
+        out = frames_of_each(frames)
         if profile:
             profiler.disable()
             profiler.dump_stats(profile)
-        return {name: (1e3 * cpu[name] / frames, writes[name] / frames) for name in made}
-    print(json.dumps(asyncio.run(run())))
+        return out
+    out = asyncio.run(run())
+    if out is not None:
+        print(json.dumps(out))
 
 
 if __name__ == "__main__":
