@@ -10,12 +10,14 @@ per frame, nginx included). The first tree is the reference: the others' cost is
 Rates under load mean little; the CPU per frame and its ratios are the figures.
 
     python -m benchmarks.frame_cost [--trees /work/main,.] [--sessions 8] [--seconds 20] [--rounds 3]
-    python -m benchmarks.frame_cost --in-process [--frames 300] [--period-ms 100]
+    python -m benchmarks.frame_cost --in-process [--frames 300] [--period-ms 100] [--presets first-screen]
 
 --in-process: on a machine too busy for the servers to reach a realistic rate (at 1-2 updates/s the numbers under
 the plots, refreshed by time, weigh on every frame), each tree's frame measured without a server instead
 (benchmarks/frame_cost_inprocess.py: the tick, its PATCH-DOC, its write to a recording stream; the lab's clock
-moved on by --period-ms a frame), the presets' frames interleaved, the trees one after the other, twice.
+moved on by --period-ms a frame), the presets' frames interleaved, the trees side by side in lockstep (a few frames of
+each in turn: the load of a shared machine comes and goes, and measured one after the other the trees' ratio
+moved by ±20 % from run to run).
 
 (from the repository root, as a module, like benchmarks/app_sessions.py)
 """
@@ -31,9 +33,13 @@ import time
 import urllib.request
 from pathlib import Path
 
+from app.model.presets import FIRST_SCREEN
 from benchmarks.app_sessions import ProtocolClient, cpu_seconds
-from benchmarks.class_load import PRESETS
+from benchmarks.class_load import PRESETS as CLASS_PRESETS
 from deploy.class_server import UNUSED_SESSION_MS, free_port, panel_args
+
+# class_load's presets, and the page a bare link opens (the naive-vs-corrected pair): --presets first-screen
+PRESETS = {**CLASS_PRESETS, "first-screen": FIRST_SCREEN + "&play=1"}
 
 
 class Server:
@@ -105,25 +111,36 @@ async def measure(servers: list[Server], sessions: int, seconds: float, rounds: 
     return per_round, rates, missing
 
 
-def in_process(trees: list[Path], presets: list[str], frames: int, period_ms: float):
+def in_process(trees: list[Path], presets: list[str], frames: int, period_ms: float, batch: int = 5):
+    """Each tree's frames in a process of its own (benchmarks/frame_cost_inprocess.py, its own code on PYTHONPATH),
+    the trees taking `batch` frames each in turn: a load that comes and goes weighs on every tree alike."""
     import json
     chosen = json.dumps({name: PRESETS[name] for name in presets})
     here = Path(__file__).resolve().with_name("frame_cost_inprocess.py")
-    got = {t: [] for t in trees}
-    for _ in range(2):
-        for t in trees:
-            out = subprocess.run([sys.executable, str(here), chosen, str(frames), str(period_ms)], cwd=t,
-                                 env={**os.environ, "PYTHONPATH": str(t.resolve())}, capture_output=True, text=True)
-            if out.returncode:
-                raise RuntimeError(out.stderr[-2000:])
-            got[t].append(json.loads(out.stdout.strip().splitlines()[-1]))
-    print(f"server CPU per frame (ms, mean of two runs; writes to the socket per frame), a frame every "
-          f"{period_ms:g} ms")
+    workers = {t: subprocess.Popen([sys.executable, str(here), chosen, "0", str(period_ms)], cwd=t, text=True,
+                                   env={**os.environ, "PYTHONPATH": str(t.resolve())}, stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE) for t in trees}
+    got = {}
+    try:
+        for t, w in workers.items():
+            if w.stdout.readline().strip() != "ready":
+                raise RuntimeError(f"the frame benchmark did not start in {t}")
+        for _ in range(0, frames, batch):
+            for t, w in workers.items():
+                w.stdin.write(f"{batch}\n")
+                w.stdin.flush()
+                got[t] = json.loads(w.stdout.readline())
+    finally:
+        for w in workers.values():
+            w.stdin.close()
+            w.wait(60)
+    print(f"server CPU per frame (ms; writes to the socket per frame), a frame every {period_ms:g} ms, "
+          f"{frames} frames a preset, the trees {batch} frames each in turn")
     print(f"{'tree':<24}" + "".join(f"{n[:22]:>24}" for n in presets) + f"{'mean':>8}{'ratio':>7}")
     ref = None
     for t in trees:
-        ms = [statistics.mean(run[n][0] for run in got[t]) for n in presets]
-        writes = [got[t][0][n][1] for n in presets]
+        ms = [got[t][n][0] for n in presets]
+        writes = [got[t][n][1] for n in presets]
         mean = statistics.mean(ms)
         ref = ref or mean
         print(f"{str(t):<24}" + "".join(f"{m:>16.2f} ({w:>3.0f} w)" for m, w in zip(ms, writes))
@@ -140,7 +157,8 @@ def main():
     ap.add_argument("--sessions", type=int, default=8, help="playing sessions per server")
     ap.add_argument("--seconds", type=float, default=20.0, help="length of one measuring window")
     ap.add_argument("--rounds", type=int, default=3, help="windows (the median is printed)")
-    ap.add_argument("--presets", default=",".join(PRESETS), help="class_load's presets, taken in turn")
+    ap.add_argument("--presets", default=",".join(CLASS_PRESETS),
+                    help=f"presets taken in turn, of {', '.join(PRESETS)}")
     args = ap.parse_args()
     trees = [Path(t) for t in args.trees.split(",")]
     if args.in_process:

@@ -172,9 +172,13 @@ def _poisson_kl(q: np.ndarray, n: float, kl_floor: float) -> float:
         return 0.0
     lam = n * q
     k = np.arange(1, int(lam.max() + 10 * np.sqrt(lam.max()) + 30))
-    log_pk = k * np.log(lam)[:, None] - lam[:, None] - gammaln(k + 1)
+    pmf = np.multiply.outer(np.log(lam), k)          # log P(k) per bin, made in place, then P(k)
+    pmf -= lam[:, None]
+    pmf -= gammaln(k + 1)
+    np.exp(pmf, out=pmf)
     p = k / n
-    return float((np.exp(log_pk) * p * np.log(p / np.maximum(q, kl_floor)[:, None])).sum())
+    # p log(p / q_b) = p log p - p log q_b: two products with the Poisson weights, no logarithm per bin and count
+    return float(pmf.sum(axis=0) @ (p * np.log(p)) - (pmf @ p) @ np.log(np.maximum(q, kl_floor)))
 
 
 def outside_box(potential: Potential, theta: np.ndarray) -> float:

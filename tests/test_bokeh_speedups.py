@@ -278,3 +278,68 @@ def test_a_frame_s_source_changes_are_bokehs_own():
         results.append((messages, {k: list(v) for k, v in hist.data.items()}, dict(path.data)))
     assert results[0] == results[1]
     assert results[0][2]["t"] == [4.0, 5.0, 6.0, 7.0, 8.0, 9.0]        # the rollover kept the last 6
+
+
+def test_a_list_of_floats_serialises_as_bokeh_s_serializer_makes_it():
+    """SyncedSerializer returns a list of finite floats as it is; anything else in a list goes Bokeh's way."""
+    from bokeh.core.json_encoder import serialize_json
+    from bokeh.core.serialization import Serializer
+    doc = Document()
+    lists = [[], [0.5, -1.25, 3e300, 1e-320], [1.0, float("nan"), 2.0], [float("inf"), -float("inf")], [1, 2.0],
+             [True, 0.5], [np.float64(0.5), 0.25], [[0.5, 1.5], [float("nan")]], [2.0**60, "a"], [0.1] * 1000]
+    for obj in lists:
+        ours, bokehs = bs.SyncedSerializer(doc.models).encode(obj), Serializer().encode(obj)
+        assert serialize_json(ours) == serialize_json(bokehs), obj
+    # the test's power: NaN is spelled out, not passed on as a float JSON cannot hold
+    assert "nan" in serialize_json(bs.SyncedSerializer(doc.models).encode([1.0, float("nan")]))
+
+
+def html_pane_events(texts, pane_type=pn.pane.HTML):
+    """The PATCH-DOC content of each change of a loaded page's pane to each text, with the installed `_update`."""
+    from bokeh.document.events import DocumentPatchedEvent
+    from bokeh.protocol.messages.patch_doc import patch_doc
+    pane = pane_type("", sizing_mode="stretch_width", margin=(5, 10), styles={"font-size": "13px"})
+    doc = Document()
+    with set_curdoc(doc):
+        doc.add_root(pn.Column(pane).get_root(doc))
+    doc.models.flush_synced()
+    out = []
+    for text in texts:
+        events = []
+        doc.on_change(lambda event, events=events: events.append(event))
+        with set_curdoc(doc):
+            pane.object = text
+        doc.callbacks._change_callbacks.clear()
+        events = [e for e in events if isinstance(e, DocumentPatchedEvent)]
+        model = next(iter(pane._models.values()))[0]
+        out.append((model.text, events and content(bs.ORIGINAL["patch_doc.create"](patch_doc, events))
+                    .replace(model.id, "pane")))
+    return out
+
+
+@pytest.mark.parametrize("pane_type", [pn.pane.HTML, pn.pane.Markdown])
+def test_an_html_pane_s_new_text_is_the_change_panel_makes(pane_type, monkeypatch):
+    """A plain HTML pane's new text (the numbers under the plots): the same text on the model and the same message
+    as Panel's own update, which computes every property again; other panes go Panel's way."""
+    from panel.pane.markup import HTMLBasePane
+    texts = ["<b>step</b> 1,000", "<table><tr><td data-metric='kl-a'>0.012</td></tr></table>", "",
+             "a & b < c \"quoted\" 'single' ≤ θ₁ — 日本語", "$$x^2$$ and <script>alert(1)</script>", "same", "same"]
+    assert HTMLBasePane._update is bs.html_update
+    ours = html_pane_events(texts, pane_type)
+    monkeypatch.setattr(HTMLBasePane, "_update", bs.ORIGINAL["HTMLBasePane._update"])
+    panels = html_pane_events(texts, pane_type)
+    assert ours == panels
+    # the test's power: each new text was sent, escaped as Panel sends it, and the repeated one not again
+    assert [bool(message) for _, message in ours] == [True] * 6 + [False]
+    assert "&lt;script&gt;" in ours[4][0] or pane_type is not pn.pane.HTML
+
+
+def test_the_settings_read_once_are_bokeh_s_own_values():
+    assert bs.install()
+    for setting in bs.FROZEN_SETTINGS:
+        kept = setting()
+        setting.unset_value()
+        try:
+            assert setting() == kept
+        finally:
+            setting.set_value(kept)

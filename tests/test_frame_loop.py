@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from functools import partial
 
 import pytest
 
@@ -46,6 +47,7 @@ def test_with_lock_runs_each_function_once_per_tick_and_tells_same_named_functio
 # Run in a fresh process: what this test process has imported already would hide a lazy import.
 FIRST_FRAMES = """
 import sys
+from functools import partial
 from app.views.process import prepare_process
 prepare_process()
 before = set(sys.modules)
@@ -125,3 +127,84 @@ def test_the_numbers_refresh_after_their_period_and_a_few_frames(costs, monkeypa
         due.append(loop.text_due())
         clock[0] += 0.5
     assert sum(due) == 20 // fl.TEXT_EVERY_FRAMES
+
+
+class Clocks:
+    """The frame loop's clocks, moved on only by the frames: `wall` (the loop's time) and `cpu` (the loop thread's)."""
+
+    def __init__(self):
+        self.wall = self.cpu = 100.0
+
+    def perf_counter(self):
+        return self.wall
+
+    def thread_time(self):
+        return self.cpu
+
+    def monotonic(self):
+        return self.wall
+
+    def work(self, cpu: float, wall: float) -> None:
+        self.cpu += cpu
+        self.wall += wall
+
+
+class ScheduledDoc:
+    """A session's document that records the delay of each frame the loop schedules."""
+    session_context = object()
+    callbacks = type("held", (), {"hold_value": "combine"})()     # as inside Panel's unlocked(): no hold of its own
+
+    def __init__(self):
+        self.delays = []
+
+    def add_timeout_callback(self, fn, delay_ms):
+        self.delays.append(delay_ms / 1e3)
+        return fn
+
+    def remove_timeout_callback(self, cb):
+        pass
+
+
+def playing_loops(clocks, sessions: dict[str, tuple[int, float, float]], frames: int = 30) -> dict[str, list[float]]:
+    """Sessions as {kind: (count, CPU per frame, loop time per frame)}, their frames taken in turn; each kind's
+    periods (s) as the loop last scheduled them."""
+    loops = {}
+    for kind, (count, cpu, wall) in sessions.items():
+        for _ in range(count):
+            loop = FrameLoop(partial(clocks.work, cpu, wall), active=lambda: True, ready=lambda: True,
+                             on_error=lambda err: None)
+            loop.doc = ScheduledDoc()
+            loops.setdefault(kind, []).append(loop)
+    for _ in range(frames):
+        for kind_loops in loops.values():
+            for loop in kind_loops:
+                loop.tick()
+    periods = {kind: [loop.doc.delays[-1] for loop in kind_loops] for kind, kind_loops in loops.items()}
+    for kind_loops in loops.values():
+        for loop in kind_loops:
+            loop.close()              # out of the process's record of playing loops
+    return periods
+
+
+def test_light_sessions_keep_their_rate_on_a_busy_machine_and_heavy_ones_slow_first(costs, monkeypatch):
+    """A machine busy with others' work stretches every frame's time on the loop, not its CPU: the pacing goes by
+    each session's own CPU per frame, so light sessions keep the full rate and heavy ones are spaced out (by the
+    longer of their CPU and their time on the loop). Paced by the time on the loop, the light frames below (2 ms of
+    CPU that held the loop 20 ms) counted as heavy, and eight of them played at 2 updates/s (issue 28)."""
+    clocks = Clocks()
+    monkeypatch.setattr(fl, "time", clocks)
+    full = fl.FRAME_MS / 1e3
+    light, busy = 0.002, 0.020                 # CPU of a light frame; its time on the loop when the machine is busy
+    assert light < fl.HEAVY_FRAME_S < busy     # the power: by its time on the loop it is a heavy frame
+    periods = playing_loops(clocks, {"light": (8, light, busy)})
+    assert periods["light"] == [full] * 8
+    periods = playing_loops(clocks, {"light": (8, light, busy), "heavy": (2, 0.040, 0.060)})
+    assert periods["light"] == [full] * 8      # beside two heavy sessions too
+    assert all(p > 10 * full for p in periods["heavy"])
+    # the heavy ones spaced by their time on the loop (60 ms), the longer: their share of the loop is what is left
+    share = max(fl.MIN_HEAVY_SHARE, fl.LOOP_SHARE - 8 * light / full) / 2
+    assert periods["heavy"] == pytest.approx([0.060 / share] * 2, rel=1e-6)
+    # a class of light sessions still slows down together by its own CPU demand (here 1.6 of the loop), no further
+    # than 10 updates/s
+    periods = playing_loops(clocks, {"light": (32, light, busy)})
+    assert periods["light"] == [fl.SLOWEST_MS / 1e3] * 32

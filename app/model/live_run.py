@@ -114,6 +114,7 @@ class LiveRun:
         # a few highlighted chains: their new positions since the view last asked
         self.path_chains = np.arange(min(int(n_paths), self.chains))
         self._pending: list[np.ndarray] = []   # rows: (t, theta_1[, theta_2][, r]) per highlighted chain
+        self._path_index = np.ix_(self.path_chains, [*range(self.plot_dims), *self.r_cols[:1]])
         self.path_cap = 2000
 
         # ESS of theta_1 from a short trace of the first chains (cheap, refreshed now and then)
@@ -202,25 +203,25 @@ class LiveRun:
 
     def _counts(self, theta: np.ndarray, groups: np.ndarray | None = None):
         idx = self._bin(theta)
-        marg = [np.bincount(ix[ix >= 0], minlength=nb) for ix, nb in zip(idx, self._nb)]
+        # each sample's bin of the scored histogram (joint for 2-D, else theta_1's), the outside bin last: one bincount
+        # gives that histogram, per group of chains when groups are counted (each bincount is most of the cost here)
+        size = self.masses.size + 1
         if self.dim == 2:
             ix, iy = idx
-            ok = (ix >= 0) & (iy >= 0)
-            flat = ix[ok] * self._nb[1] + iy[ok]
-            joint = np.bincount(flat, minlength=self.masses.size).reshape(self.masses.shape)
-            outside = theta.shape[0] - flat.size
+            cell = np.where((ix >= 0) & (iy >= 0), ix * self._nb[1] + iy, size - 1)
         else:
-            ok = idx[0] >= 0
-            joint = marg[0]
-            outside = theta.shape[0] - joint.sum()
+            cell = np.where(idx[0] >= 0, idx[0], size - 1)
         if groups is not None and self.groups > 1:
-            # each sample's bin of the scored histogram (the outside bin last), counted per group of chains
-            size = self.masses.size + 1
-            cell = np.full(theta.shape[0], size - 1)
-            cell[ok] = flat if self.dim == 2 else idx[0][ok]
-            self.group_counts += np.bincount(groups * size + cell, minlength=self.group_counts.size).reshape(
+            per_group = np.bincount(groups * size + cell, minlength=self.group_counts.size).reshape(
                 self.group_counts.shape)
-        return marg, joint, float(outside)
+            self.group_counts += per_group
+            scored = per_group.sum(axis=0)
+        else:
+            scored = np.bincount(cell, minlength=size)
+        joint = scored[:-1].reshape(self.masses.shape)
+        marg = [joint if i == 0 and self.dim != 2 else np.bincount(ix[ix >= 0], minlength=nb)
+                for i, (ix, nb) in enumerate(zip(idx, self._nb))]
+        return marg, joint, float(scored[-1])
 
     def _accumulate(self, theta: np.ndarray, groups: np.ndarray | None = None) -> None:
         """Add these live states (rows of theta, from one or more steps) to the histograms."""
@@ -241,12 +242,17 @@ class LiveRun:
         return np.bincount(idx[idx >= 0], minlength=60)
 
     def _record_path(self) -> None:
-        z = self.ens.z[self.path_chains]
-        th = self.theta_of(z)
-        cols = [th[:, i] for i in range(self.plot_dims)]
-        if self.has_momentum:
-            cols.append(z[:, self.r_cols[0]])
-        row = np.concatenate([[float(self.ens.t)], np.stack(cols, axis=1).ravel()])
+        if self._view is None:     # the state's own columns, in one index (a step's Python overhead counts here)
+            row = np.empty(1 + self._path_index[0].size * self._path_index[1].size)
+            row[0] = self.ens.t
+            row[1:] = self.ens.z[self._path_index].ravel()
+        else:
+            z = self.ens.z[self.path_chains]
+            th = self.theta_of(z)
+            cols = [th[:, i] for i in range(self.plot_dims)]
+            if self.has_momentum:
+                cols.append(z[:, self.r_cols[0]])
+            row = np.concatenate([[float(self.ens.t)], np.stack(cols, axis=1).ravel()])
         self._pending.append(row)
         if len(self._pending) > self.path_cap:
             del self._pending[: len(self._pending) - self.path_cap]

@@ -31,6 +31,16 @@ A PATCH-DOC message (`patch_doc.create`) first makes a reference of every model 
 those models as references: a few hundred dicts per message, whatever the message holds (a frame changes
 three or four sources). The version here looks a model up when the serialiser meets one.
 
+The serialiser meets a path's new points (a frame of the lab streams a hundred floats as JSON lists) one by one,
+each through its reference lookup, circular-reference check and type dispatch: a list of finite floats is its own
+encoding, and SyncedSerializer returns it as such (anything else in the list: Bokeh's way).
+
+Panel updates an HTML pane whose text changed (the numbers under the plots, the A/B summary, the sentence read out
+by screen readers) by computing every property of the pane again, its theme's and stylesheets' included, and handing
+them all to the model, which keeps those that are equal: only the text changes, at a millisecond a pane. For a plain
+`pn.pane.HTML` whose text (a re-rendering parameter: object, sanitize_html, sanitize_hook) changed, the version here
+computes the text alone and sets it, the event Bokeh then sends being the same.
+
 All replace exactly the Bokeh, Panel and tornado code they were written against: `install()` checks the source of the
 originals and leaves Bokeh as it is if that changed (`tests/test_bokeh_speedups.py` then fails, so that
 someone reads the new code). The same test checks, model by model on the lab's page, that the
@@ -57,7 +67,10 @@ from bokeh.model import Model
 from bokeh.protocol.message import Message
 from bokeh.protocol.messages.patch_doc import patch_doc
 from bokeh.server.views.ws import WSHandler
+from bokeh.settings import settings
 from panel.io import document as panel_document
+from panel.pane import HTML
+from panel.pane.markup import HTMLBasePane
 from tornado.escape import utf8
 from tornado.iostream import StreamClosedError
 from tornado.websocket import WebSocketClosedError, WebSocketHandler, WebSocketProtocol13
@@ -68,7 +81,8 @@ REVIEWED = {"query_properties_with_values": "e864a09d384658f4", "_overridden_def
             "dispatch_tornado": "5cdc979ac80d2c8c", "patch_doc.create": "935344e7cc170e99",
             "synced_references": "bb89fdd70092681a", "Serializer.__init__": "d676c85b3021e564",
             "Serializer.has_ref": "6b31df528992f912", "Serializer.get_ref": "82afd21da3fb869e",
-            "ws.write_message": "e085015d2fafba0a", "ws._write_frame": "5972981bcbf6a255"}
+            "ws.write_message": "e085015d2fafba0a", "ws._write_frame": "5972981bcbf6a255",
+            "Serializer._encode_list": "7cfa20b6ba441d04", "HTMLBasePane._update": "613bc39eb9e70c3b"}
 ORIGINAL = {"query_properties_with_values": HasProps.query_properties_with_values,
             "_overridden_defaults": HasProps._overridden_defaults.__func__,
             "themed_default": Property.themed_default, "send": Message.send, "write_buffers": Message.write_buffers,
@@ -76,8 +90,12 @@ ORIGINAL = {"query_properties_with_values": HasProps.query_properties_with_value
             "synced_references": DocumentModelManager.synced_references.fget,
             "Serializer.__init__": Serializer.__init__, "Serializer.has_ref": Serializer.has_ref,
             "Serializer.get_ref": Serializer.get_ref, "ws.write_message": WebSocketProtocol13.write_message,
-            "ws._write_frame": WebSocketProtocol13._write_frame}
+            "ws._write_frame": WebSocketProtocol13._write_frame, "Serializer._encode_list": Serializer._encode_list,
+            "HTMLBasePane._update": HTMLBasePane._update}
 IMMUTABLE = (str, int, float, bool, type(None))
+# read by Bokeh for every id it makes and every message it writes (seven times a frame), each read a search of the
+# environment and the config files: their values at the server's start, kept as Bokeh's own user-set values
+FROZEN_SETTINGS = (settings.simple_ids, settings.pretty)
 _defaults: dict = {}
 log = logging.getLogger(__name__)
 
@@ -233,6 +251,12 @@ class SyncedSerializer(Serializer):
         ref = self._references.get(id(obj))
         return obj.ref if ref is None and self._synced(obj) else ref
 
+    def _encode_list(self, obj: list):
+        for v in obj:
+            if type(v) is not float or v - v != 0.0:     # not a float, or NaN or infinite (Bokeh spells those out)
+                return super()._encode_list(obj)
+        return obj[:]
+
 
 def create_patch_doc(cls, events, **metadata):
     """Bokeh's `patch_doc.create`, with SyncedSerializer (see the module's docstring)."""
@@ -249,6 +273,13 @@ def create_patch_doc(cls, events, **metadata):
     msg = cls(header, metadata, patch_json)
     msg.add_buffers(*serializer.buffers)
     return msg
+
+
+def html_update(self, ref, model) -> None:
+    """Panel's `HTMLBasePane._update` for a plain HTML pane: its text alone (see the module's docstring)."""
+    if type(self) is not HTML or self.enable_streaming:
+        return ORIGINAL["HTMLBasePane._update"](self, ref, model)
+    model.update(**self._process_param_change({"object": self.object}))
 
 
 def installed() -> bool:
@@ -269,4 +300,7 @@ def install() -> bool:
     HasProps._overridden_defaults = classmethod(lru_cache(None)(ORIGINAL["_overridden_defaults"]))
     panel_document.dispatch_tornado = dispatch_tornado
     patch_doc.create = classmethod(create_patch_doc)
+    HTMLBasePane._update = html_update
+    for setting in FROZEN_SETTINGS:
+        setting.set_value(setting())
     return True

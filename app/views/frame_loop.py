@@ -6,14 +6,20 @@ frame FRAME_MS after this one started. (A fixed-period periodic callback skips a
 whenever a frame ends late, which under load with many sessions halves the frame rate; a
 self-scheduled one just runs a little later.) The loop stops with the session.
 
-The sessions of a process share one event loop, so heavy frames are paced (`pace`): a loop whose frames take longer
-than HEAVY_FRAME_S of the loop's time is a heavy one, and the heavy loops together may hold the loop for what the
-light ones leave of LOOP_SHARE of it (at least MIN_HEAVY_SHARE), in equal parts, their frames spaced out to fit.
-The loop's time, not its CPU: on a machine short of CPU a frame holds the loop for longer than it computes. Three tabs
-of a data posterior (37 ms a frame) took a probe session playing beside them to 0.38x its rate (issue 28).
+The sessions of a process share one event loop, so heavy frames are paced (`pace`): a loop whose frames cost more
+than HEAVY_FRAME_S of CPU is a heavy one, and the heavy loops together may hold the loop for what the light ones
+leave of LOOP_SHARE of it (at least MIN_HEAVY_SHARE), in equal parts, their frames spaced out to fit. Three tabs of a
+data posterior (37 ms a frame) took a probe session playing beside them to 0.38x its rate (issue 28).
 
-A class of light sessions slows down together once their frames at the full rate would hold the loop for more than
-CALM_SHARE of its time (`demand`): first the numbers under the plots (`text_period`: each refresh of them costs a
+What decides is each session's own cost: the CPU time of its frames on the loop's thread (`time.thread_time`, which
+counts neither other processes nor this process's other threads). A heavy loop's frames are spaced by the longer of
+that and the time they held the loop (on a machine short of CPU a frame holds the loop for longer than it computes),
+so on a busy machine heavy sessions slow down first. Light sessions are told apart, and their demand counted, by CPU
+alone: measured by the time their frames held the loop, a machine busy with others' heavy work made light frames
+look heavy, and 20 light sessions beside two heavy Models tabs played at 15-16 updates/s with half a core idle.
+
+A class of light sessions slows down together once their frames at the full rate would cost more than CALM_SHARE of
+the loop's time (`demand`): first the numbers under the plots (`text_period`: each refresh of them costs a
 session several frames' worth of the server), then the frames themselves, down to SLOWEST_MS (10 updates/s) at most.
 Past that the loop is full and every session gets an equal share of it, as before. Slowing down early leaves the loop
 room for what a student waits on (a page open, a click), and a frame costs the same at any rate, so each second of
@@ -38,7 +44,7 @@ log = logging.getLogger(__name__)
 
 FRAME_MS = 40          # 25 frames per second at most; a frame costs a few ms at 10^4 chains
 SLOWEST_MS = 100       # what a class of light sessions slows down to at most: 10 updates/s
-HEAVY_FRAME_S = 0.015  # a frame's duration on the loop above which a session's frames are paced
+HEAVY_FRAME_S = 0.015  # a frame's CPU time above which a session's frames are paced
 LOOP_SHARE = 0.4       # of the loop's time, what the sessions' frames may hold it for before heavy ones are paced
 MIN_HEAVY_SHARE = 0.1  # ... of which the heavy ones keep at least this much between them
 CALM_SHARE = 0.5       # of the loop's time, what the light frames may hold it for at the full rate: past half of it
@@ -46,7 +52,8 @@ CALM_SHARE = 0.5       # of the loop's time, what the light frames may hold it f
 TEXT_EVERY_S = 0.5     # the numbers under the plots refresh twice a second at most ...
 TEXT_EVERY_FRAMES = 5  # ... and once in this many frames at most (under load a frame comes less often)
 SLOWEST_TEXT_S = 2.0   # ... and at least every 2 s while frames come
-_COSTS: dict[int, float] = {}     # id(FrameLoop) -> its frames' duration, smoothed, while it plays
+_COSTS: dict[int, float] = {}     # id(FrameLoop) -> its frames' CPU time, smoothed, while it plays
+_HELD: dict[int, float] = {}      # id(FrameLoop) -> the time its frames held the loop, smoothed, while it plays
 
 
 def demand() -> float:
@@ -60,14 +67,20 @@ def text_period() -> float:
     return min(SLOWEST_TEXT_S, TEXT_EVERY_S * max(1.0, demand() / (CALM_SHARE / 2)))
 
 
-def pace(cost_s: float) -> float:
-    """The period (s) of a loop whose frames cost cost_s, among the loops playing now (_COSTS)."""
+def pace(cost_s: float, held_s: float = 0.0) -> float:
+    """The period (s) of a loop whose frames cost cost_s of CPU and held the loop for held_s, among the loops playing
+    now (_COSTS)."""
     if cost_s <= HEAVY_FRAME_S:
         return min(SLOWEST_MS, FRAME_MS * max(1.0, demand() / CALM_SHARE)) / 1e3
     light = sum(c for c in _COSTS.values() if c <= HEAVY_FRAME_S) / (FRAME_MS / 1e3)
     heavy = sum(1 for c in _COSTS.values() if c > HEAVY_FRAME_S) or 1
     share = max(MIN_HEAVY_SHARE, LOOP_SHARE - light) / heavy
-    return max(FRAME_MS / 1e3, cost_s / share)
+    return max(FRAME_MS / 1e3, max(cost_s, held_s) / share)
+
+
+def _smoothed(record: dict, key: int, value: float) -> None:
+    last = record.get(key)
+    record[key] = value if last is None else 0.7 * last + 0.3 * value
 
 
 def quiet_closed_sockets() -> None:
@@ -180,6 +193,7 @@ class FrameLoop:
 
     def stop(self) -> None:
         _COSTS.pop(id(self), None)
+        _HELD.pop(id(self), None)
         self._loop_id += 1
         if self._cb is not None and self.doc is not None:
             try:
@@ -197,15 +211,17 @@ class FrameLoop:
     def tick(self) -> None:
         """One frame, the next one scheduled first so that the period counts from this frame's start."""
         self._cb = None
+        key = id(self)
         if not self.active() or self._abandoned():
-            _COSTS.pop(id(self), None)
+            _COSTS.pop(key, None)
+            _HELD.pop(key, None)
             return
         if self.doc is not None:
-            self._schedule(self._loop_id, 1e3 * pace(_COSTS.get(id(self), 0.0)))
+            self._schedule(self._loop_id, 1e3 * pace(_COSTS.get(key, 0.0), _HELD.get(key, 0.0)))
         if not self.ready():
             return
         self.in_frame = True
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.thread_time()
         try:
             with self.one_message():
                 self.frame()
@@ -213,9 +229,8 @@ class FrameLoop:
             self._report(err)
         finally:
             self.in_frame = False
-            cost = time.perf_counter() - start
-            last = _COSTS.get(id(self))
-            _COSTS[id(self)] = cost if last is None else 0.7 * last + 0.3 * cost
+            _smoothed(_COSTS, key, time.thread_time() - cpu)
+            _smoothed(_HELD, key, time.perf_counter() - start)
 
     def _report(self, err: Exception) -> None:
         """Tell the owner; should that fail too, stop here rather than raise into the server's loop, where

@@ -552,16 +552,15 @@ class RunPlots:
             xr.update(start=t - TRACE_ROLLOVER, end=t + TRACE_AHEAD)
 
     def _path_columns(self, run, rows):
-        w = run.path_width
+        w, K = run.path_width, self.K
+        chains = rows[:, 1:1 + K * w].reshape(len(rows), K, w)      # (rows, chain, coordinate)
+        x = chains[:, :, 0]
+        y = chains[:, :, 1] if run.dim >= 2 else (chains[:, :, w - 1] if run.has_momentum else None)
+        x, y = self._in_view(x, y)          # every chain's at once
         out = {"t": rows[:, 0].tolist()}
-        for k in range(self.K):
-            base = 1 + k * w
-            x = rows[:, base]
-            y = rows[:, base + 1] if run.dim >= 2 else (rows[:, base + w - 1] if run.has_momentum else None)
-            x, y = self._in_view(x, y)
-            out[f"x{k}"] = x.tolist()
-            if y is not None:
-                out[f"y{k}" if run.dim >= 2 else f"r{k}"] = y.tolist()
+        out.update(zip((f"x{k}" for k in range(K)), x.T.tolist()))
+        if y is not None:
+            out.update(zip((f"y{k}" if run.dim >= 2 else f"r{k}" for k in range(K)), y.T.tolist()))
         return out
 
     def _in_view(self, x, y=None):
@@ -746,17 +745,17 @@ class KLHistory:
             for src, pending in zip(self.sources, self._pending):
                 if pending:
                     t, kl = zip(*pending)
-                    src.stream(dict(t=list(t), kl=list(kl)), rollover=2000)
+                    stream_columns(src, dict(t=list(t), kl=list(kl)), 2000)
                     pending.clear()
             self._fit()
 
     def _fit(self) -> None:
         """The ranges around the data shown (a log range in whole powers of ten: it moves seldom)."""
         ts = [float(v) for src in self.sources for v in (*src.data["t"][:1], *src.data["t"][-1:])]
-        kls = [float(v) for src in self.sources for v in src.data["kl"]]
+        kls = [src.data["kl"] for src in self.sources if len(src.data["kl"])]      # up to 2000 points each
         if not ts or not kls:
             return
         lo, hi = min(ts), max(ts)
         self.fig.x_range.update(start=lo, end=hi if hi > lo else lo + 1)
-        self.fig.y_range.update(start=10.0 ** math.floor(math.log10(min(kls))),
-                                end=10.0 ** math.ceil(math.log10(max(kls)) + 1e-9))
+        self.fig.y_range.update(start=10.0 ** math.floor(math.log10(float(min(map(min, kls))))),
+                                end=10.0 ** math.ceil(math.log10(float(max(map(max, kls)))) + 1e-9))
