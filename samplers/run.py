@@ -166,7 +166,7 @@ class Ensemble:
         return self.guard.n_diverged
 
     def advance(self, steps: int = 1) -> np.ndarray:
-        step = self.sampler.engine_step if self.engine else self.sampler.stepper()
+        step = self.sampler.engine_step if self.engine else self.sampler.stepper(self.dtype)
         steps = int(steps)
         if len(self.blocks) > 1:
             return self._advance_blocks(step, steps)
