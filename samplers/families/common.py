@@ -29,6 +29,15 @@ def gradient(s, theta, rng, value: bool = False):
     return u, g, scalar_bhat(s, theta)
 
 
+def gradient_of(s) -> Callable:
+    """(theta, rng) -> grad U~ for a prepared step: the oracle's own lean call where it has one."""
+    lean = getattr(s.oracle, "gradient", None)
+    if lean is not None:
+        return lean()
+    oracle = s.oracle
+    return lambda theta, rng: oracle(theta, rng)[1]
+
+
 def scalar_bhat(s, theta) -> float:
     """B-hat for the gradient the oracle just drew at theta, which a fast path needs to be one number."""
     b = s.current_bhat(theta)

@@ -10,6 +10,7 @@ from samplers.engine.symbols import StateSymbols
 from samplers.families.common import (
     constants,
     gradient,
+    gradient_of,
     kick,
     kicker,
     level_metric,
@@ -28,12 +29,12 @@ def sgld_fast(s, z, rng, t):
 
 
 def sgld_prepare(s, dtype, eps):
-    beta, oracle = s.beta, s.oracle
+    beta, grad = s.beta, gradient_of(s)
     (minus_eps,) = constants(dtype, -eps)
     noise = kicker(s, dtype, lambda b: eps * (2.0 / beta - eps * b))
 
     def step(z, rng, t):
-        _, g = oracle(z, rng)
+        g = grad(z, rng)
         xi = noise(z, z.shape, rng)
         g *= minus_eps   # the oracle's fresh array becomes the new state, without temporaries
         g += z

@@ -11,6 +11,7 @@ from samplers.engine.symbols import StateSymbols
 from samplers.families.common import (
     constants,
     gradient,
+    gradient_of,
     hamiltonian_blocks,
     init_momentum,
     kick,
@@ -55,7 +56,7 @@ def sghmc_fast(s, z, rng, t):
 def sghmc_prepare(s, dtype, eps):
     if s["integrator"] == "splitting":
         return None
-    d, M, beta, oracle = s.dim, s["M"], s.beta, s.oracle
+    d, M, beta, grad = s.dim, s["M"], s.beta, gradient_of(s)
     C = _sghmc_C(s)
     friction = 0.0 if s.spec.naive else C
     decay, eps_, drift = constants(dtype, 1.0 - eps * friction / M, eps, eps / M)
@@ -65,7 +66,7 @@ def sghmc_prepare(s, dtype, eps):
 
     def step(z, rng, t):
         theta, r = z[:, :d], z[:, d:]
-        _, g = oracle(theta, rng)
+        g = grad(theta, rng)
         # in place where possible: this is the path the speed benchmark holds to the RNG floor
         out = np.empty_like(z)
         theta_new, r_new = out[:, :d], out[:, d:]

@@ -11,6 +11,7 @@ from samplers.engine.symbols import StateSymbols
 from samplers.families.common import (
     constants,
     gradient,
+    gradient_of,
     hamiltonian_blocks,
     kick,
     kicker,
@@ -53,14 +54,14 @@ def _thermostat_fast(s, z, rng, multivariate: bool, t: int = 1):
 def _thermostat_prepare(s, dtype, eps, multivariate: bool):
     if s.params.get("integrator") == "splitting":
         return None
-    d, A, beta, oracle = s.dim, s["A"], s.beta, s.oracle
+    d, A, beta, grad = s.dim, s["A"], s.beta, gradient_of(s)
     minus_eps, eps_, temperature = constants(dtype, -eps, eps, 1.0 / beta)
     noise = kicker(s, dtype, lambda b: eps * (2 * A / beta - eps * b))
     one_xi = multivariate or d == 1
 
     def step(z, rng, t):
         theta, r, xi = z[:, :d], z[:, d:2 * d], z[:, 2 * d:]
-        _, g = oracle(theta, rng)
+        g = grad(theta, rng)
         # r <- r - eps (g + xi r) + noise, theta <- theta + eps r_new, written into one new array in place
         out = np.empty_like(z)
         theta_new, r_new, xi_new = out[:, :d], out[:, d:2 * d], out[:, 2 * d:]
