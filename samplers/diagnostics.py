@@ -443,18 +443,18 @@ def all_within(z, bound=1e6) -> bool:
     which bounds every |z| (a NaN or an overflow fails it too); the reductions decide where it does not pass."""
     if z.dtype == np.float32 and 0 < z.size <= _SUMSQ_MAX:
         flat = z.ravel(order="K")
-        if _dot(flat, flat) <= _SUMSQ_SHARE * bound * bound:
+        if flat.dot(flat) <= _SUMSQ_SHARE * bound * bound:
             return True
     # the ufuncs' reduce directly: ndarray.max goes through a Python wrapper, a third of the cost at 10^3 chains
     return bool(z.size and z.dtype.kind == "f" and np.maximum.reduce(z, axis=None) <= bound
                 and np.minimum.reduce(z, axis=None) >= -bound)
 
 
-# The float32 sum of squares: BLAS's sdot, one pass against two reductions (docs/notes/throughput.md). Not for
+# The float32 sum of squares: BLAS's sdot, one pass against two reductions (docs/notes/throughput.md), called as
+# the array's method (np.dot's dispatch is a third of it at 2000 entries). Not for
 # float64: OpenBLAS threads ddot on large vectors, which inside the chain blocks' threads would contend with them.
 # A float32 sum of n squares is within n u (u = 2^-24) of the exact one, so below a quarter of bound^2 the exact
 # sum is below bound^2 for n up to 2^22.
-_dot = np.dot
 _SUMSQ_MAX = 1 << 22
 _SUMSQ_SHARE = 0.25
 
@@ -542,6 +542,12 @@ class DivergenceGuard:
         out = self.apply_rows(slice(None), z_old, z_new, self.step)
         self.step += 1
         return out
+
+    def quick_limit(self, z):
+        """For a caller that inlines the common case: a number that `flat.dot(flat)` of z raveled below it
+        shows every entry within the bound (the float32 test of `all_within`), or None where that test does
+        not apply (then `apply_rows`). Only while no chain is frozen: `apply_rows` keeps frozen rows."""
+        return _SUMSQ_SHARE * self.bound * self.bound if z.dtype == np.float32 and 0 < z.size <= _SUMSQ_MAX else None
 
     def apply_rows(self, rows: slice, z_old, z_new, step: int):
         """`apply` for the chains `rows` only, at the given step count, which the caller advances: blocks of

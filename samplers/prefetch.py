@@ -151,10 +151,12 @@ class NormalsAhead(_Chunks):
     def _draw(self):
         bits = self._rng.bit_generator
         try:
+            end = bits.state   # read once a chunk (it holds the GIL, which the stepping thread may then wait for)
             while not self._stop.is_set():
-                start = bits.state
+                start = end   # a chunk starts where the last one ended
                 buf = self._make()
-                self._ready.put((buf, (start, bits.state)))
+                end = bits.state
+                self._ready.put((buf, (start, end)))
         except BaseException as e:   # handed to the stepping thread, which raises it
             self._ready.put((e, None))
 

@@ -166,18 +166,25 @@ class Ensemble:
         return self.guard.n_diverged
 
     def advance(self, steps: int = 1) -> np.ndarray:
-        step = self.sampler.engine_step if self.engine else self.sampler.stepper()
+        step = self.sampler.engine_step if self.engine else self.sampler.stepper(self.dtype)
         steps = int(steps)
         if len(self.blocks) > 1:
             return self._advance_blocks(step, steps)
         with self.drawing_ahead(steps), np.errstate(all="ignore"):   # overflow: the guard catches it, per chain
             rng, record, guard, dtype, every = self._draws, self.stats.record, self.guard, self.dtype, slice(None)
+            limit = guard.quick_limit(self.z)
             for _ in range(steps):   # a small ensemble's step is mostly Python: this loop's is kept to the least
                 self.t += 1
                 new, info = step(self.z, rng, self.t)
                 record(info)
                 if new.dtype != dtype:
                     new = new.astype(dtype)
+                if limit is not None and guard._none_frozen:   # the guard's common case, without its calls
+                    flat = new.ravel(order="K")
+                    if flat.dot(flat) <= limit:
+                        self.z = new
+                        guard.step += 1
+                        continue
                 self.z = guard.apply_rows(every, self.z, new, guard.step)
                 guard.step += 1
         return self.z
@@ -212,12 +219,18 @@ class Ensemble:
                 for i in todo:
                     rows, rng, got = self.blocks[i], self._streams[i], []
                     zb = self.z[rows]
+                    limit = guard.quick_limit(zb)
                     for k in range(steps):
                         nb, info = step(zb, rng, t0 + k + 1)
                         if nb.dtype != dtype:
                             nb = nb.astype(dtype)
-                        zb = guard.apply_rows(rows, zb, nb, g0 + k)
                         got.append(info)
+                        if limit is not None and guard._none_frozen:   # as in `advance`
+                            flat = nb.ravel(order="K")
+                            if flat.dot(flat) <= limit:
+                                zb = nb
+                                continue
+                        zb = guard.apply_rows(rows, zb, nb, g0 + k)
                     new[rows], infos[i] = zb, got
 
         if self.engine:   # the reference, not a hot path: its blocks run in turn (the output is the same)

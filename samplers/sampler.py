@@ -184,6 +184,9 @@ class SamplerSpec:
     layout: Callable[[int, dict], dict]  # (d, params) -> {role: aux names} in column order; checks params together
     recipe: Callable | None = None    # (sampler) -> Recipe
     fast: Callable | None = None      # (sampler, z, rng, t) -> (z, StepInfo), equal to the engine step
+    # (sampler, dtype, eps) -> step(z, rng, t): the fast path of a run at the constant step eps with its constants
+    # made once, in the state's dtype (None where it does not apply); `fast` steps through it
+    prepare: Callable | None = None
     fast_only: dict = field(default_factory=dict)  # param values only the fast path implements
     init_aux: Callable | None = None  # (sampler, chains, rng) -> aux (chains, n_aux)
     corrected: str | None = None      # for a naive sampler: its corrected sibling
@@ -359,12 +362,15 @@ class Sampler:
         """Whether chain blocks may step apart, on threads: the spec says so and the oracle keeps no state."""
         return self.spec.blockwise and getattr(self.oracle, "blockwise", False)
 
-    def stepper(self) -> Callable:
-        """`step` for a run of steps with these parameters: the fast path itself where `step` would take it at
-        every step (nothing resampled), without `step`'s checks each time (a small ensemble's step is mostly
-        Python: docs/notes/throughput.md)."""
+    def stepper(self, dtype=np.float64) -> Callable:
+        """`step` for a run of steps with these parameters on a state of `dtype`: the fast path itself where
+        `step` would take it at every step (nothing resampled), without `step`'s checks each time, and prepared
+        for the run where the step is constant (a small ensemble's step is mostly Python: docs/notes/throughput.md)."""
         if not self.params.get("resample_every") and (self.fast_ok or self.needs_fast_path()):
-            return functools.partial(self.spec.fast, self)
+            prepared = None
+            if self.spec.prepare is not None and not self.scheduled:
+                prepared = self.spec.prepare(self, np.dtype(dtype), self.step_size())
+            return prepared or functools.partial(self.spec.fast, self)
         return self.step
 
     def step(self, z, rng, t: int = 1) -> tuple[np.ndarray, StepInfo]:

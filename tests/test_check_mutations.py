@@ -31,11 +31,13 @@ LESSONS = Path(__file__).resolve().parents[1] / "lessons"
 
 def _hot_noise(mp):
     """Every fast path's injected noise 1.5 times too large in variance (the chains run at temperature 1.5)."""
-    from samplers.families.common import kick
+    from samplers.families.common import kick, kicker
     for info in pkgutil.iter_modules(samplers.families.__path__):
         module = importlib.import_module(f"samplers.families.{info.name}")
         if getattr(module, "kick", None) is kick:
             mp.setattr(module, "kick", lambda var, shape, rng: kick(1.5 * np.asarray(var), shape, rng))
+        if getattr(module, "kicker", None) is kicker:   # a prepared step's noise (a run at a constant step)
+            mp.setattr(module, "kicker", lambda s, dtype, var_of: kicker(s, dtype, lambda b: 1.5 * var_of(b)))
     return {}
 
 
@@ -58,12 +60,17 @@ def _one_fixed_batch(mp):
 
 def _double_gradient_noise(mp):
     """Simulated gradient noise with twice the variance it claims."""
-    call = SimulatedNoise.__call__
+    call, lean = SimulatedNoise.__call__, SimulatedNoise.gradient
 
     def noisier(self, theta, rng, value=False):
         u, g = call(self, theta, rng, value)
         return u, g + rng.standard_normal(g.shape) * np.sqrt(float(np.mean(self.V)))
+
+    def lean_noisier(self):   # a prepared step's call (samplers.families.common.gradient_of)
+        once, sd = lean(self), np.sqrt(float(np.mean(self.V)))
+        return lambda theta, rng: (g := once(theta, rng)) + rng.standard_normal(g.shape) * sd
     mp.setattr(SimulatedNoise, "__call__", noisier)
+    mp.setattr(SimulatedNoise, "gradient", lean_noisier)
     return {}
 
 

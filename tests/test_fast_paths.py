@@ -208,11 +208,12 @@ def test_samplers_that_keep_state_stay_in_one_block(make_sampler):
     assert not make_sampler("hmc", "gaussian").blockwise
 
 
-def test_blocks_freeze_diverged_chains_like_one_stream(make_sampler):
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_blocks_freeze_diverged_chains_like_one_stream(dtype, make_sampler):
     """The guard works per block: a chain that leaves the bound is frozen at its last state and counted,
-    at the step it left, as with one stream."""
+    at the step it left, as with one stream (float32: past the sum of squares that `advance` tests first)."""
     s = make_sampler("sgld", "double-well", V=1.0, eps=0.01)
-    runs = [Ensemble(s, 400, seed=1, blocks=blocks) for blocks in (1, 4)]
+    runs = [Ensemble(s, 400, seed=1, blocks=blocks, dtype=dtype) for blocks in (1, 4)]
     for ens in runs:
         ens.z[[5, 250], 0] = [1e3, -2e3]   # the drift 4 theta^3 eps throws them past 1e6 at the first step
         ens.advance(3)
@@ -297,3 +298,58 @@ def test_float32_ensemble_equals_the_engine_ensemble(name, blocks, make_sampler)
     za, zb = a.advance(30), b.advance(30)
     assert za.dtype == zb.dtype == np.float32
     assert np.abs(za - zb).max() <= 4 * U32 * max(1.0, float(np.abs(zb).max())) * 30 * 5   # growth <= 5: above
+
+
+# -- prepared steps: a run at a constant step, its constants made once (issue 32) --------------------------
+PREPARED = [n for n in FAST if REGISTRY[n].prepare is not None]
+PREPARED_CASES = [("gaussian", dict(V=1.0), {}), ("banana", dict(V=0.5), {"Bhat": 0.3}),
+                  ("double-well", dict(V=0.0), {}), ("banana", dict(V=2.0), {"eps_c": 0.5, "eps_b": 3.0}),
+                  ("logistic", dict(V=None, batch=20), {"eps": 1e-3})]
+
+
+def step_by_step(s, ens0, steps):
+    """The reference for `Ensemble.advance`: `Sampler.step` (every check, every step) and the guard's `apply`."""
+    z, rng, guard = ens0.z.copy(order="K"), ens0._streams[0], ens0.guard
+    for t in range(1, steps + 1):
+        new = s.step(z, rng, t)[0]
+        z = guard.apply(z, new.astype(ens0.dtype, copy=False))
+    return z
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("potential, oracle, params", PREPARED_CASES, ids=["V1", "Bhat", "exact", "scheduled", "batch"])
+@pytest.mark.parametrize("name", PREPARED)
+def test_a_prepared_run_is_the_step_by_step_run(name, potential, oracle, params, dtype, make_sampler):
+    """`advance` (the prepared step, the guard's common case inlined) is `step` with the guard's `apply`, bit for
+    bit, in both precisions: with the default noise, a B-hat given, an exact gradient, a scheduled step (not
+    prepared: `step` every time) and minibatches (B-hat estimated from each batch)."""
+    params = {k: v for k, v in params.items() if k in REGISTRY[name].defaults}
+    if potential == "logistic" and name not in ("sgld", "sghmc"):
+        pytest.skip("minibatches: the samplers whose B-hat estimate the fast path takes (as above)")
+    s = make_sampler(name, potential, **oracle, **params)
+    ens, ref = (Ensemble(s, 200, seed=4, blocks=1, dtype=dtype) for _ in range(2))
+    ens.advance(7)
+    ens.advance(5)
+    assert ens.z.dtype == dtype and np.array_equal(ens.z, step_by_step(s, ref, 12))
+
+
+def test_the_prepared_comparison_can_fail(make_sampler, monkeypatch):
+    """Power: a run prepared at its first step size although the schedule shrinks it misses the reference."""
+    from samplers.sampler import Sampler
+    s = make_sampler("sghmc", "banana", V=2.0, eps_c=0.5, eps_b=3.0)
+    ref = step_by_step(s, Ensemble(s, 200, seed=4, blocks=1), 12)
+    monkeypatch.setattr(Sampler, "scheduled", property(lambda self: False))
+    ens = Ensemble(s, 200, seed=4, blocks=1)
+    assert not np.allclose(ens.advance(12), ref)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_coefficient_as_a_0d_array_is_the_python_float(dtype):
+    """`common.constants`: a 0-d array of the state's dtype gives the bits of the Python float it stands for
+    (numpy rounds a Python float operand to the array's dtype: NEP 50)."""
+    from samplers.families.common import constants
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(1000).astype(dtype)
+    for c in np.concatenate([rng.uniform(-3, 3, 20), [0.05, 1 - 0.05 * 1.0 / 1.0, 1e-3 * 0.7, 1 / 3]]):
+        (k,) = constants(np.dtype(dtype), float(c))
+        assert np.array_equal(x * float(c), x * k) and (x * k).dtype == dtype

@@ -51,3 +51,17 @@ def test_bad_oracle_settings():
         make_oracle(get_potential("logistic"), V=1.0, batch=3)
     with pytest.raises(GradientError, match="symmetric"):
         SimulatedNoise(get_potential("banana"), np.array([[1.0, 2.0], [0.0, 1.0]]))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("V", [1.0, 2.5, np.array([[2.0, 0.5], [0.5, 1.0]]), 0.0])
+def test_an_oracles_lean_call_is_its_gradient(V, dtype):
+    """`oracle.gradient()`, what a prepared step calls (samplers.families.common.gradient_of), is `oracle(...)`'s
+    gradient bit for bit, from the same draws; the exact gradient draws nothing there either."""
+    pot = get_potential("banana")
+    oracle = SimulatedNoise(pot, V) if np.any(V) else ExactGradient(pot)
+    theta = np.random.default_rng(0).standard_normal((300, 2)).astype(dtype)
+    ra, rb = np.random.default_rng(1), np.random.default_rng(1)
+    g = oracle.gradient()(theta, ra)
+    assert g.dtype == oracle(theta, rb)[1].dtype and np.array_equal(g, oracle(theta, np.random.default_rng(1))[1])
+    assert ra.bit_generator.state == rb.bit_generator.state

@@ -8,8 +8,11 @@ from samplers.engine.info import ONE_GRADIENT
 from samplers.engine.recipe import Recipe
 from samplers.engine.symbols import StateSymbols
 from samplers.families.common import (
+    constants,
     gradient,
+    gradient_of,
     kick,
+    kicker,
     level_metric,
 )
 from samplers.sampler import BHAT, EPS, METRIC_C, METRIC_D, SamplerSpec
@@ -22,19 +25,30 @@ def sgld_recipe(s):
 
 
 def sgld_fast(s, z, rng, t):
-    eps, beta = s.step_size(t), s.beta
-    _, g, b = gradient(s, z, rng)
-    g *= -eps   # the oracle's fresh array becomes the new state, without temporaries
-    g += z
-    g += kick(eps * (2.0 / beta - eps * b), z.shape, rng)
-    return g, ONE_GRADIENT
+    return sgld_prepare(s, z.dtype, s.step_size(t))(z, rng, t)
+
+
+def sgld_prepare(s, dtype, eps):
+    beta, grad = s.beta, gradient_of(s)
+    (minus_eps,) = constants(dtype, -eps)
+    noise = kicker(s, dtype, lambda b: eps * (2.0 / beta - eps * b))
+
+    def step(z, rng, t):
+        g = grad(z, rng)
+        xi = noise(z, z.shape, rng)
+        g *= minus_eps   # the oracle's fresh array becomes the new state, without temporaries
+        g += z
+        g += xi
+        return g, ONE_GRADIENT
+    return step
 
 
 SGLD = SamplerSpec(
     name="sgld", title="SGLD", source="recipe paper Eq. (13) (Welling & Teh 2011)",
     doc="Stochastic gradient Langevin dynamics: z = θ, H = U, D = I, Q = 0; at inverse temperature β, "
     "θ ← θ − ε∇Ũ + N(0, ε(2/β − εB̂)).",
-    params=(EPS.at(0.01), BHAT), layout=lambda d, p: {}, recipe=sgld_recipe, fast=sgld_fast, blockwise=True)
+    params=(EPS.at(0.01), BHAT), layout=lambda d, p: {}, recipe=sgld_recipe, fast=sgld_fast, prepare=sgld_prepare,
+    blockwise=True)
 
 
 def sgrld_recipe(s):

@@ -9,13 +9,17 @@ from samplers.engine.info import ONE_GRADIENT
 from samplers.engine.recipe import Recipe
 from samplers.engine.symbols import StateSymbols
 from samplers.families.common import (
+    constants,
     gradient,
+    gradient_of,
     hamiltonian_blocks,
     init_momentum,
     kick,
+    kicker,
     momentum_layout,
     names,
     noise_level,
+    scalar_bhat,
 )
 from samplers.sampler import BHAT, EPS, INTEGRATOR, RESAMPLE, C, M, SamplerSpec
 
@@ -42,24 +46,41 @@ def sghmc_recipe(s):
 
 
 def sghmc_fast(s, z, rng, t):
-    d, eps, M, beta = s.dim, s.step_size(t), s["M"], s.beta
+    if s["integrator"] == "splitting":
+        d, eps = s.dim, s.step_size(t)
+        C = _sghmc_C(s)
+        return _sghmc_splitting(s, z[:, :d], z[:, d:], rng, eps, C, 0.0 if s.spec.naive else C, s["M"], s.beta)
+    return sghmc_prepare(s, z.dtype, s.step_size(t))(z, rng, t)
+
+
+def sghmc_prepare(s, dtype, eps):
+    if s["integrator"] == "splitting":
+        return None
+    d, M, beta, grad = s.dim, s["M"], s.beta, gradient_of(s)
     C = _sghmc_C(s)
     friction = 0.0 if s.spec.naive else C
-    theta, r = z[:, :d], z[:, d:]
-    if s["integrator"] == "splitting":
-        return _sghmc_splitting(s, theta, r, rng, eps, C, friction, M, beta)
-    _, g, b = gradient(s, theta, rng)
-    # in place where possible: this is the path the speed benchmark holds to the RNG floor
-    out = np.empty_like(z)
-    theta_new, r_new = out[:, :d], out[:, d:]
-    np.multiply(r, 1.0 - eps * friction / M, out=r_new)
-    g *= eps
-    r_new -= g
-    if C:   # with C = 0 the recipe has no diffusion and draws nothing
-        r_new += kick(eps * (2 * C / beta - eps * b), r.shape, rng)
-    np.multiply(r_new, eps / M, out=theta_new)
-    theta_new += theta   # on the view: out[:, :d] += theta would also write the view back into out
-    return out, ONE_GRADIENT
+    decay, eps_, drift = constants(dtype, 1.0 - eps * friction / M, eps, eps / M)
+    # with C = 0 the recipe has no diffusion and draws nothing (B-hat still asked for, as `gradient` does)
+    noise = kicker(s, dtype, lambda b: eps * (2 * C / beta - eps * b)) if C else None
+    auto = s.bhat is None
+
+    def step(z, rng, t):
+        theta, r = z[:, :d], z[:, d:]
+        g = grad(theta, rng)
+        # in place where possible: this is the path the speed benchmark holds to the RNG floor
+        out = np.empty_like(z)
+        theta_new, r_new = out[:, :d], out[:, d:]
+        np.multiply(r, decay, out=r_new)
+        g *= eps_
+        r_new -= g
+        if noise is not None:
+            r_new += noise(theta, r.shape, rng)
+        elif auto:
+            scalar_bhat(s, theta)
+        np.multiply(r_new, drift, out=theta_new)
+        theta_new += theta   # on the view: out[:, :d] += theta would also write the view back into out
+        return out, ONE_GRADIENT
+    return step
 
 
 def _sghmc_splitting(s, theta, r, rng, eps, C, friction, M, beta):
@@ -82,8 +103,8 @@ SGHMC_C = C.at(1.0, auto="1; in naive SGHMC the gradient noise's own, βεV/2")
 SGHMC = SamplerSpec(
     name="sghmc", title="SGHMC", source="recipe paper Eq. (12) (Chen, Fox & Guestrin 2014)", doc=SGHMC_DOC,
     params=(EPS.at(0.05), SGHMC_C.at(1.0), M, BHAT, RESAMPLE, INTEGRATOR), layout=momentum_layout,
-    recipe=sghmc_recipe, fast=sghmc_fast, fast_only=dict(integrator="splitting"), init_aux=init_momentum,
-    blockwise=True, family="hamiltonian")
+    recipe=sghmc_recipe, fast=sghmc_fast, prepare=sghmc_prepare, fast_only=dict(integrator="splitting"),
+    init_aux=init_momentum, blockwise=True, family="hamiltonian")
 
 SGHMC_NAIVE = SamplerSpec(
     name="sghmc-naive", title="naive SGHMC", source="recipe paper Eq. (11) (Chen, Fox & Guestrin 2014, Eq. 4)",
@@ -91,6 +112,7 @@ SGHMC_NAIVE = SamplerSpec(
     "Its only diffusion is the gradient noise's, D = diag(0, εV/2) (C defaults to that, and Bhat to V, "
     "so nothing is injected). Momentum resampled every resample_every steps (Chen et al. use 50).",
     params=(EPS.at(0.1), SGHMC_C.at(None), M, BHAT.at(None), RESAMPLE.at(50), INTEGRATOR),
-    layout=momentum_layout, recipe=sghmc_recipe, fast=sghmc_fast, fast_only=dict(integrator="splitting"),
-    init_aux=init_momentum, blockwise=True, corrected="sghmc", family="hamiltonian")
+    layout=momentum_layout, recipe=sghmc_recipe, fast=sghmc_fast, prepare=sghmc_prepare,
+    fast_only=dict(integrator="splitting"), init_aux=init_momentum, blockwise=True, corrected="sghmc",
+    family="hamiltonian")
 

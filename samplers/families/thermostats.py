@@ -9,9 +9,12 @@ from samplers.engine.info import ONE_GRADIENT
 from samplers.engine.recipe import Recipe
 from samplers.engine.symbols import StateSymbols
 from samplers.families.common import (
+    constants,
     gradient,
+    gradient_of,
     hamiltonian_blocks,
     kick,
+    kicker,
     names,
 )
 from samplers.sampler import BHAT, EPS, INTEGRATOR, A, SamplerSpec
@@ -42,30 +45,43 @@ def _thermostat_recipe(s, multivariate: bool):
 
 
 def _thermostat_fast(s, z, rng, multivariate: bool, t: int = 1):
-    d, eps, A, beta = s.dim, s.step_size(t), s["A"], s.beta
-    theta, r, xi = z[:, :d], z[:, d:2 * d], z[:, 2 * d:]
+    d, eps = s.dim, s.step_size(t)
     if s.params.get("integrator") == "splitting":
-        return _msgnht_splitting(s, theta, r, xi, rng, eps, A, beta)
-    _, g, b = gradient(s, theta, rng)
-    # r <- r - eps (g + xi r) + noise, theta <- theta + eps r_new, written into one new array in place
-    out = np.empty_like(z)
-    theta_new, r_new, xi_new = out[:, :d], out[:, d:2 * d], out[:, 2 * d:]
-    np.multiply(xi, r, out=r_new)
-    r_new += g
-    r_new *= -eps
-    r_new += r
-    r_new += kick(eps * (2 * A / beta - eps * b), r.shape, rng)
-    np.multiply(r_new, eps, out=theta_new)
-    theta_new += theta
-    if multivariate or d == 1:
-        np.square(r_new, out=xi_new)
-    else:
-        np.mean(np.square(r_new), axis=1, keepdims=True, out=xi_new)
-    # Gamma_xi = -1 enters as -1/beta: the thermostat drives the kinetic temperature to 1/beta
-    xi_new -= 1.0 / beta
-    xi_new *= eps
-    xi_new += xi
-    return out, ONE_GRADIENT
+        return _msgnht_splitting(s, z[:, :d], z[:, d:2 * d], z[:, 2 * d:], rng, eps, s["A"], s.beta)
+    return _thermostat_prepare(s, z.dtype, eps, multivariate)(z, rng, t)
+
+
+def _thermostat_prepare(s, dtype, eps, multivariate: bool):
+    if s.params.get("integrator") == "splitting":
+        return None
+    d, A, beta, grad = s.dim, s["A"], s.beta, gradient_of(s)
+    minus_eps, eps_, temperature = constants(dtype, -eps, eps, 1.0 / beta)
+    noise = kicker(s, dtype, lambda b: eps * (2 * A / beta - eps * b))
+    one_xi = multivariate or d == 1
+
+    def step(z, rng, t):
+        theta, r, xi = z[:, :d], z[:, d:2 * d], z[:, 2 * d:]
+        g = grad(theta, rng)
+        # r <- r - eps (g + xi r) + noise, theta <- theta + eps r_new, written into one new array in place
+        out = np.empty_like(z)
+        theta_new, r_new, xi_new = out[:, :d], out[:, d:2 * d], out[:, 2 * d:]
+        np.multiply(xi, r, out=r_new)
+        r_new += g
+        r_new *= minus_eps
+        r_new += r
+        r_new += noise(theta, r.shape, rng)
+        np.multiply(r_new, eps_, out=theta_new)
+        theta_new += theta
+        if one_xi:
+            np.square(r_new, out=xi_new)
+        else:
+            np.mean(np.square(r_new), axis=1, keepdims=True, out=xi_new)
+        # Gamma_xi = -1 enters as -1/beta: the thermostat drives the kinetic temperature to 1/beta
+        xi_new -= temperature
+        xi_new *= eps_
+        xi_new += xi
+        return out, ONE_GRADIENT
+    return step
 
 
 def _msgnht_splitting(s, theta, r, xi, rng, eps, A, beta):
@@ -95,7 +111,8 @@ SGNHT = SamplerSpec(
     "D = diag(0, A·I, 0), Q couples r and ξ through r/d; Γ_ξ = −1.",
     params=(EPS.at(0.02), A, BHAT), layout=lambda d, p: {"momentum": names("r", d), "thermostat": ["xi"]},
     recipe=lambda s: _thermostat_recipe(s, False), fast=lambda s, z, rng, t: _thermostat_fast(s, z, rng, False, t),
-    init_aux=_init_thermostat, blockwise=True, family="thermostat")
+    prepare=lambda s, dtype, eps: _thermostat_prepare(s, dtype, eps, False), init_aux=_init_thermostat,
+    blockwise=True, family="thermostat")
 
 MSGNHT = SamplerSpec(
     name="msgnht", title="mSGNHT", source="Oono (2016) lecture notes, mSGNHT (Ding et al. 2014; Gan et al. 2015)",
@@ -104,5 +121,6 @@ MSGNHT = SamplerSpec(
     params=(EPS.at(0.02), A, BHAT, INTEGRATOR),
     layout=lambda d, p: {"momentum": names("r", d), "thermostat": names("xi", d)},
     recipe=lambda s: _thermostat_recipe(s, True), fast=lambda s, z, rng, t: _thermostat_fast(s, z, rng, True, t),
-    fast_only=dict(integrator="splitting"), init_aux=_init_thermostat, blockwise=True, family="thermostat")
+    prepare=lambda s, dtype, eps: _thermostat_prepare(s, dtype, eps, True), fast_only=dict(integrator="splitting"),
+    init_aux=_init_thermostat, blockwise=True, family="thermostat")
 
