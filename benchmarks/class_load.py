@@ -50,8 +50,9 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from app.views.connection import RECONNECT_COOKIE
 from benchmarks.app_sessions import ProtocolClient, cpu_seconds
-from deploy.class_server import UNUSED_SESSION_MS, _descendants, free_port, start
+from deploy.class_server import RECONNECTS_PER_S, UNUSED_SESSION_MS, _descendants, free_port, start
 
 LIFETIME_S = UNUSED_SESSION_MS / 1000     # the deployment's, set in main()
 
@@ -67,6 +68,7 @@ PRESETS = {
 HOSTILE = "n=100000&speed=1000&play=1"
 HEAVY = "tab=models&model=dp-mixture&n=256&play=1"       # issue 28: 31 s of CPU a step, in the compute pool
 FIRST_FRAME_TIMEOUT = 60.0
+RECONNECT = RECONNECT_COOKIE.split(";")[0]      # what a page's Reconnect sends (app/views/connection.py)
 
 
 def rss_mb(pid: int) -> tuple[float, float]:
@@ -325,7 +327,8 @@ async def kill_a_worker(dep, students: list[Student], before: dict[int, float], 
         for s in victims:
             if s.ended() and id(s) not in reconnected:
                 reconnected[id(s)] = r = Student(s.name, s.url)
-                tasks.append(asyncio.create_task(r.open(pool, stop, cookie=f"labsrv={name}")))
+                # with the cookie its Reconnect button sets, by which nginx queues a class's reconnects
+                tasks.append(asyncio.create_task(r.open(pool, stop, cookie=f"labsrv={name}; {RECONNECT}")))
         pid = dep.serving_pid(name)
         if back is None and pid not in (None, old) and await loop.run_in_executor(
                 pool, _status, f"http://{backend}/liveness") == 200:
@@ -416,6 +419,8 @@ def main():
     ap.add_argument("--procs", type=int, default=None, help="Panel processes (default: the number of cores)")
     ap.add_argument("--unused-session-ms", type=int, default=UNUSED_SESSION_MS,
                     help="the deployment's (class_server.py --unused-session-ms)")
+    ap.add_argument("--reconnects-per-s", type=float, default=RECONNECTS_PER_S,
+                    help="the deployment's (class_server.py --reconnects-per-s; 0: reconnects all at once)")
     ap.add_argument("--url", default=None, help="a running deployment's lab URL (http://host:port/app)")
     args = ap.parse_args()
     global LIFETIME_S
@@ -428,7 +433,7 @@ def main():
     if args.url is None:
         run_dir = Path(tempfile.mkdtemp(prefix="class-load-"))
         dep = start(port=free_port(), procs=args.procs, run_dir=run_dir, unused_session_ms=args.unused_session_ms,
-                    say=lambda *_: None)
+                    reconnects_per_s=args.reconnects_per_s, say=lambda *_: None)
         print(f"deployment: {len(dep.backends)} Panel processes behind nginx at {dep.url} (logs in {run_dir}/logs)")
     base = args.url or dep.url
     try:
