@@ -7,7 +7,8 @@ cookie sent back with the websocket, frames counted, nothing drawn), each on one
 all playing.
 
 * play (default): --sessions labs play for --minutes; per-session updates/s (min / median, and per
-  preset), page-open latency (GET to the first frame) p50 / p95, errors, and each server process's
+  preset), page-open latency (GET to the first frame) p50 / p95 and its phases (the page's GET, its websocket, the
+  lab's figures, the first frame), errors, and each server process's
   CPU and RSS (from /proc). --hostile adds one client on a hostile link (100000 chains, 1000 steps
   per frame) once the others play, and splits the rates by whether a session shares its process.
 * --kill (with play): once the rates are measured, SIGKILL the Panel process lab0 mid-class (a crash: the
@@ -15,11 +16,16 @@ all playing.
   endpoint, then a page of the lab from it through nginx, with its CPU by then), how many of its sessions
   saw their connection end (what puts the "connection lost" banner on
   their pages, app/views/connection.py), their reconnects (the page's address again, with the affinity
-  cookie, as its Reconnect button does) to the first frame, and the other sessions' rate over the 10 s
-  after the kill as a ratio of theirs before it.
+  cookie and the reconnect cookie, as its Reconnect button sends them) to the first frame, and the other
+  sessions' rate over the 10 s after the kill as a ratio of theirs before it.
 * --heavy K (with play): once the rates are measured, K more tabs of the Models page's DP mixture at 256 chains
   (issue 28: 31 s of CPU a step, in the compute pool); the class's rate beside them over --minutes, as a ratio of
   its rate before (target: >= 0.9 beside two).
+  --heavy-ab then gives the same tabs turns of 20 s with the pool's workers in the idle scheduling class (as the pool
+  puts them) and at nice 10 alone (set on the running workers from here), and prints the class's rate in each.
+* --stampede K: no class; K reconnects (the Reconnect button's cookie) to lab0's pages at once and a new visitor's page
+  beside them, with nginx's reconnect queue (--reconnects-per-s) and without it, in turns on one deployment: the
+  visitor's wait as a ratio of a page alone just before (issue 28: a new page within 10 s of a kill).
 * opens (--opens 100 --open-seconds 60): that many page opens spread evenly over that time, each
   to its first frame; the labs stay open and playing, as a class's do. p50 / p95 / max of the
   latency (target: p95 <= 15 s).
@@ -34,6 +40,8 @@ The clients run in this process and cost CPU of the same cores: their share is p
     python -m benchmarks.class_load --sessions 10 --minutes 0.5        # a quick run
     python -m benchmarks.class_load --sessions 80 --minutes 2 --kill   # issue 28's class, and a crash in it
     python -m benchmarks.class_load --sessions 20 --minutes 1 --heavy 2  # 20 students beside two heavy Models tabs
+    python -m benchmarks.class_load --sessions 20 --minutes 1 --heavy 2 --heavy-ab   # ... and idle class vs nice 10
+    python -m benchmarks.class_load --stampede 12      # a new visitor beside a class's reconnects, queued or not
 
 (from the repository root, as a module, like benchmarks/app_sessions.py)
 """
