@@ -10,6 +10,7 @@ new visitor's page before a restarted process's reconnecting class.
 """
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -121,3 +122,59 @@ def test_a_class_reconnecting_at_once_is_queued_and_a_new_visitor_is_not(tmp_pat
         assert done.index("visitor") < len(done) - 3, done
     finally:
         dep.stop()
+
+
+def test_a_reconnects_page_waits_for_a_visitors_and_for_the_reconnect_before_it():
+    """deploy/lab_process.py's ReconnectGate, on one event loop: a reconnect's build does not start while a visitor's
+    is under way, two reconnects' builds never overlap, and a visitor never waits."""
+    from deploy.lab_process import ReconnectGate
+
+    async def scenario():
+        gate, log = ReconnectGate(), []
+        visitor_in, visitor_out = asyncio.Event(), asyncio.Event()
+
+        async def visitor():
+            async with gate.visitor():
+                log.append("visitor in")
+                visitor_in.set()
+                await visitor_out.wait()
+                log.append("visitor out")
+
+        async def reconnect(name):
+            async with gate.reconnect():
+                log.append(f"{name} in")
+                for _ in range(3):
+                    await asyncio.sleep(0)
+                log.append(f"{name} out")
+
+        v = asyncio.create_task(visitor())
+        await visitor_in.wait()
+        r = [asyncio.create_task(reconnect(f"r{i}")) for i in range(2)]
+        for _ in range(10):
+            await asyncio.sleep(0)
+        waiting = list(log)
+        late = asyncio.create_task(visitor())       # a second visitor while the reconnects wait: in at once
+        for _ in range(3):
+            await asyncio.sleep(0)
+        visitor_out.set()
+        await asyncio.gather(v, late, *r)
+        return waiting, log
+
+    waiting, log = asyncio.run(scenario())
+    assert waiting == ["visitor in"]
+    assert log[:4] == ["visitor in", "visitor in", "visitor out", "visitor out"]
+    assert log[4:] == ["r0 in", "r0 out", "r1 in", "r1 out"]
+
+
+def test_the_deployments_processes_build_pages_through_the_gate():
+    from panel.io import server
+
+    from deploy.lab_process import pace_reconnects
+    saved = list(server.per_app_patterns)
+    try:
+        pace_reconnects()
+        handlers = [h for _, h in server.per_app_patterns]
+        paced = [h for h in handlers if h.__name__ == "PacedDocHandler"]
+        assert len(paced) == 1 and issubclass(paced[0], server.DocHandler) and server.DocHandler not in handlers
+    finally:
+        server.per_app_patterns[:] = saved
