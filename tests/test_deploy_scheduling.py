@@ -130,7 +130,7 @@ def test_a_reconnects_page_waits_for_a_visitors_and_for_the_reconnect_before_it(
     from deploy.lab_process import ReconnectGate
 
     async def scenario():
-        gate, log = ReconnectGate(), []
+        gate, log = ReconnectGate(pause=0), []
         visitor_in, visitor_out = asyncio.Event(), asyncio.Event()
 
         async def visitor():
