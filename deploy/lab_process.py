@@ -49,7 +49,7 @@ class ReconnectGate:
     waits until no visitor's build is under way and no other reconnect's is. After a reconnect's build the next one
     waits `pause` s more: a visitor's request takes a few turns of the loop to reach its handler (accepted, read,
     parsed), and a build holds the loop for all of its half second of CPU; back to back, the reconnects' builds held a
-    visitor's request a turn each (`class_load --stampede 20` without nginx's queue: 27-40 s)."""
+    visitor's request a turn each (docs/notes/deploy.md, `class_load --stampede`)."""
 
     def __init__(self, pause: float = 0.1):
         self.pause = pause

@@ -34,8 +34,8 @@ QUOTA = 1                     # heavy jobs computing at once per session
 NICE = int(os.environ.get("SGMCMC_POOL_NICE") or 10)      # added to a worker's niceness (19 at most)
 MEMORY = int(os.environ.get("SGMCMC_POOL_MEMORY_MB") or 3072) << 20     # address space a worker may add
 # The pool's workers in Linux's SCHED_IDLE class: a weight of 3 against a normal process's 1024 (nice 10: 110), and a
-# frame that wakes on a core one of them holds takes it at once. At nice 10, two `dp-mixture n=256` tabs (31 s of
-# CPU a step) took a class of 20 to 0.75x its rate through the deploy recipe (issue 28). SGMCMC_POOL_IDLE=0: nice only.
+# frame that wakes on a core one of them holds takes it at once; at nice 10 two heavy Models tabs slowed a class
+# beside them (issue 28, docs/notes/compute-pool.md). SGMCMC_POOL_IDLE=0: nice only.
 IDLE = os.environ.get("SGMCMC_POOL_IDLE", "1") != "0"
 LIGHT, HEAVY = 0, 1
 QUEUED = "queued behind your other runs"

@@ -13,8 +13,9 @@ the page needs.
 
 A restarted process's students all press Reconnect within seconds, and each reconnect builds a page. The button sets
 a short-lived `labreconnect` cookie for its request, by which the deploy recipe's nginx queues reconnects and lets
-them through at a steady rate per process (deploy/nginx.conf.template), so that a new visitor's page is not held
-behind a whole class's (issue 28). While its request waits, the banner stays, saying it is reconnecting.
+them through at a steady rate per process (deploy/nginx.conf.template), and by which each process builds their pages
+one at a time, a new visitor's first (deploy/lab_process.py), so that a new visitor's page is not held behind a whole
+class's (issue 28). While its request waits, the banner stays, saying it is reconnecting.
 """
 from bokeh.models import CustomJS
 
