@@ -352,6 +352,8 @@ async def heavy_policy_turns(dep, playing: list[Student], args, turns: int = 4, 
             except OSError:
                 pass
         c0 = {pid: cpu_seconds(pid) for pid in workers}
+        labs = [dep.serving_pid(n) for n in dep.local if n.startswith("lab")]
+        l0 = {pid: cpu_seconds(pid) for pid in labs if pid}
         f0 = {id(s): s.client.frames for s in playing}
         t0 = time.monotonic()
         await asyncio.sleep(window)
@@ -362,10 +364,17 @@ async def heavy_policy_turns(dep, playing: list[Student], args, turns: int = 4, 
                 busy += cpu_seconds(pid) - c
             except OSError:
                 pass
+        pages = 0.0
+        for pid, c in l0.items():
+            try:
+                pages += cpu_seconds(pid) - c
+            except OSError:
+                pass
         rates = [(s.client.frames - f0[id(s)]) / dt for s in playing]
         idle[in_idle].append(statistics.median(rates))
         print(f"  turn {turn + 1}: workers {'SCHED_IDLE' if in_idle else 'nice 10  '} ({len(workers)}, "
-              f"{busy / dt:.2f} cores): the class's rate min {min(rates):.1f} / median {statistics.median(rates):.1f}")
+              f"{busy / dt:.2f} cores; the Panel processes {pages / dt:.2f}): the class's rate min {min(rates):.1f} / "
+              f"median {statistics.median(rates):.1f}; load average {os.getloadavg()[0]:.1f}")
     a, b = statistics.mean(idle[True]), statistics.mean(idle[False])
     print(f"--heavy-ab: the class's median rate with the workers in the idle class / at nice 10: {a / b:.2f}x")
 
