@@ -7,7 +7,8 @@ cookie sent back with the websocket, frames counted, nothing drawn), each on one
 all playing.
 
 * play (default): --sessions labs play for --minutes; per-session updates/s (min / median, and per
-  preset), page-open latency (GET to the first frame) p50 / p95, errors, and each server process's
+  preset), page-open latency (GET to the first frame) p50 / p95 and its phases (the page's GET, its websocket, the
+  lab's figures, the first frame), errors, and each server process's
   CPU and RSS (from /proc). --hostile adds one client on a hostile link (100000 chains, 1000 steps
   per frame) once the others play, and splits the rates by whether a session shares its process.
 * --kill (with play): once the rates are measured, SIGKILL the Panel process lab0 mid-class (a crash: the
@@ -15,11 +16,16 @@ all playing.
   endpoint, then a page of the lab from it through nginx, with its CPU by then), how many of its sessions
   saw their connection end (what puts the "connection lost" banner on
   their pages, app/views/connection.py), their reconnects (the page's address again, with the affinity
-  cookie, as its Reconnect button does) to the first frame, and the other sessions' rate over the 10 s
-  after the kill as a ratio of theirs before it.
+  cookie and the reconnect cookie, as its Reconnect button sends them) to the first frame, and the other
+  sessions' rate over the 10 s after the kill as a ratio of theirs before it.
 * --heavy K (with play): once the rates are measured, K more tabs of the Models page's DP mixture at 256 chains
   (issue 28: 31 s of CPU a step, in the compute pool); the class's rate beside them over --minutes, as a ratio of
   its rate before (target: >= 0.9 beside two).
+  --heavy-ab then gives the same tabs turns of 20 s with the pool's workers in the idle scheduling class (as the pool
+  puts them) and at nice 10 alone (set on the running workers from here), and prints the class's rate in each.
+* --stampede K: no class; K reconnects (the Reconnect button's cookie) to lab0's pages at once and a new visitor's page
+  beside them, with nginx's reconnect queue (--reconnects-per-s) and without it, in turns on one deployment: the
+  visitor's wait as a ratio of a page alone just before (issue 28: a new page within 10 s of a kill).
 * opens (--opens 100 --open-seconds 60): that many page opens spread evenly over that time, each
   to its first frame; the labs stay open and playing, as a class's do. p50 / p95 / max of the
   latency (target: p95 <= 15 s).
@@ -34,6 +40,8 @@ The clients run in this process and cost CPU of the same cores: their share is p
     python -m benchmarks.class_load --sessions 10 --minutes 0.5        # a quick run
     python -m benchmarks.class_load --sessions 80 --minutes 2 --kill   # issue 28's class, and a crash in it
     python -m benchmarks.class_load --sessions 20 --minutes 1 --heavy 2  # 20 students beside two heavy Models tabs
+    python -m benchmarks.class_load --sessions 20 --minutes 1 --heavy 2 --heavy-ab   # ... and idle class vs nice 10
+    python -m benchmarks.class_load --stampede 12      # a new visitor beside a class's reconnects, queued or not
 
 (from the repository root, as a module, like benchmarks/app_sessions.py)
 """
@@ -50,8 +58,9 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from app.views.connection import RECONNECT_COOKIE
 from benchmarks.app_sessions import ProtocolClient, cpu_seconds
-from deploy.class_server import UNUSED_SESSION_MS, _descendants, free_port, start
+from deploy.class_server import RECONNECTS_PER_S, UNUSED_SESSION_MS, _descendants, free_port, start
 
 LIFETIME_S = UNUSED_SESSION_MS / 1000     # the deployment's, set in main()
 
@@ -67,6 +76,7 @@ PRESETS = {
 HOSTILE = "n=100000&speed=1000&play=1"
 HEAVY = "tab=models&model=dp-mixture&n=256&play=1"       # issue 28: 31 s of CPU a step, in the compute pool
 FIRST_FRAME_TIMEOUT = 60.0
+RECONNECT = RECONNECT_COOKIE.split(";")[0]      # what a page's Reconnect sends (app/views/connection.py)
 
 
 def rss_mb(pid: int) -> tuple[float, float]:
@@ -89,6 +99,7 @@ class Student:
         self.task: asyncio.Task | None = None
         self.error: str | None = None
         self.page_at = self.ws_at = None      # when the page arrived, when its websocket was accepted
+        self.figures_at = None                # when the lab's figures arrived (its runs built, after the page)
 
     async def open(self, pool, stop: asyncio.Event, cookie: str | None = None):
         try:
@@ -106,9 +117,13 @@ class Student:
         while self.client and self.client.first_frame is None and not self.ended() and time.monotonic() < deadline:
             if self.ws_at is None and self.client.ws_headers is not None:
                 self.ws_at = time.monotonic()
+            if self.figures_at is None and self.client.hist_id is not None:
+                self.figures_at = time.monotonic()
             await asyncio.sleep(0.05)
         if self.ws_at is None and self.client and self.client.ws_headers is not None:
             self.ws_at = time.monotonic()
+        if self.figures_at is None and self.client and self.client.hist_id is not None:
+            self.figures_at = time.monotonic()
 
     @property
     def ws_late(self) -> float | None:
@@ -122,6 +137,15 @@ class Student:
 
     def ended(self) -> bool:
         return self.task is not None and self.task.done()
+
+    def phases(self) -> dict[str, float] | None:
+        """Where its open went (s, to within the 50 ms of a poll): the page's GET (its session built), then its
+        websocket accepted, then the lab's figures (its runs built on the process's build thread), then a frame."""
+        c = self.client
+        if not (c and c.first_frame and self.page_at and self.ws_at and self.figures_at):
+            return None
+        return {"page": self.page_at - c.opened, "websocket": self.ws_at - self.page_at,
+                "figures": self.figures_at - self.ws_at, "first frame": max(0.0, c.first_frame - self.figures_at)}
 
     @property
     def latency(self) -> float | None:
@@ -231,7 +255,7 @@ async def play(base: str, servers: Servers, args):
         print(f"  (the {len(everyone)} clients used {100 * me:.0f} % CPU)")
         servers.report(c0, dt)
         if args.heavy:
-            await beside_heavy_tabs(base, students, rates, pool, stop, args)
+            await beside_heavy_tabs(base, students, rates, pool, stop, args, servers.dep)
         if args.kill:
             await kill_a_worker(servers.dep, students, rates, pool, stop)
         stop.set()
@@ -258,7 +282,15 @@ async def play(base: str, servers: Servers, args):
         print(rates_line("  the hostile session itself", [rates[id(hostile)]]))
         print(f"the hostile's first frame: {f'after {hostile.latency:.1f} s' if hostile.latency else 'none'}")
     print(latency_line("page open to first frame", [s.latency for s in students if s.latency is not None]))
+    phases_line(students)
     report_errors(errors, students)
+
+
+def phases_line(students: list[Student]):
+    phases = [p for p in (s.phases() for s in students) if p]
+    if phases:
+        print("  of which: " + "; ".join(f"{k} p50 {percentile([p[k] for p in phases], 50):.2f} / p95 "
+                                         f"{percentile([p[k] for p in phases], 95):.2f} s" for k in phases[0]))
 
 
 def _status(url: str) -> int:
@@ -269,7 +301,8 @@ def _status(url: str) -> int:
         return 0
 
 
-async def beside_heavy_tabs(base: str, students: list[Student], before: dict[int, float], pool, stop, args):
+async def beside_heavy_tabs(base: str, students: list[Student], before: dict[int, float], pool, stop, args,
+                            dep=None):
     """--heavy K: K more tabs on the Models page's heavy link, opened once the class's rates are measured; the
     class's rate over the next --minutes as a ratio of its rate before (issue 28: >= 0.9 beside two)."""
     loop = asyncio.get_running_loop()
@@ -286,8 +319,64 @@ async def beside_heavy_tabs(base: str, students: list[Student], before: dict[int
     ratio = [(s.client.frames - f0[id(s)]) / dt / before[id(s)] for s in playing if before[id(s)] > 0]
     print(f"--heavy: {args.heavy} tabs of ?{HEAVY} beside {len(playing)} sessions: their rate min "
           f"{min(ratio):.2f}x / median {statistics.median(ratio):.2f}x of theirs before (target >= 0.9)")
+    if args.heavy_ab and dep is not None:
+        await heavy_policy_turns(dep, playing, args)
     for _, task in tabs:
         task.cancel()
+
+
+def pool_workers(dep) -> list[int]:
+    """The compute pool's worker processes: the serving processes' niced children (app/model/runner.py)."""
+    out = []
+    for name in [n for n in dep.local if n.startswith("lab")]:
+        for pid in _descendants(dep.serving_pid(name) or 0):
+            try:
+                if int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16]) > 0:
+                    out.append(pid)
+            except (OSError, ValueError, IndexError):
+                pass
+    return out
+
+
+async def heavy_policy_turns(dep, playing: list[Student], args, turns: int = 4, window: float = 20.0):
+    """--heavy-ab: the class's rate beside the same heavy tabs with their workers in the idle class (as the pool puts
+    them) and at nice 10 alone, in turns of `window` s (the policy set on the running workers from here), so that
+    both face the same machine."""
+    idle = {True: [], False: []}
+    for turn in range(turns):
+        in_idle = turn % 2 == 0
+        workers = pool_workers(dep)
+        for pid in workers:
+            try:
+                os.sched_setscheduler(pid, os.SCHED_IDLE if in_idle else os.SCHED_OTHER, os.sched_param(0))
+            except OSError:
+                pass
+        c0 = {pid: cpu_seconds(pid) for pid in workers}
+        labs = [dep.serving_pid(n) for n in dep.local if n.startswith("lab")]
+        l0 = {pid: cpu_seconds(pid) for pid in labs if pid}
+        f0 = {id(s): s.client.frames for s in playing}
+        t0 = time.monotonic()
+        await asyncio.sleep(window)
+        dt = time.monotonic() - t0
+        busy = 0.0
+        for pid, c in c0.items():
+            try:
+                busy += cpu_seconds(pid) - c
+            except OSError:
+                pass
+        pages = 0.0
+        for pid, c in l0.items():
+            try:
+                pages += cpu_seconds(pid) - c
+            except OSError:
+                pass
+        rates = [(s.client.frames - f0[id(s)]) / dt for s in playing]
+        idle[in_idle].append(statistics.median(rates))
+        print(f"  turn {turn + 1}: workers {'SCHED_IDLE' if in_idle else 'nice 10  '} ({len(workers)}, "
+              f"{busy / dt:.2f} cores; the Panel processes {pages / dt:.2f}): the class's rate min {min(rates):.1f} / "
+              f"median {statistics.median(rates):.1f}; load average {os.getloadavg()[0]:.1f}")
+    a, b = statistics.mean(idle[True]), statistics.mean(idle[False])
+    print(f"--heavy-ab: the class's median rate with the workers in the idle class / at nice 10: {a / b:.2f}x")
 
 
 def _served_by(url: str, name: str) -> str | None:
@@ -325,7 +414,8 @@ async def kill_a_worker(dep, students: list[Student], before: dict[int, float], 
         for s in victims:
             if s.ended() and id(s) not in reconnected:
                 reconnected[id(s)] = r = Student(s.name, s.url)
-                tasks.append(asyncio.create_task(r.open(pool, stop, cookie=f"labsrv={name}")))
+                # with the cookie its Reconnect button sets, by which nginx queues a class's reconnects
+                tasks.append(asyncio.create_task(r.open(pool, stop, cookie=f"labsrv={name}; {RECONNECT}")))
         pid = dep.serving_pid(name)
         if back is None and pid not in (None, old) and await loop.run_in_executor(
                 pool, _status, f"http://{backend}/liveness") == 200:
@@ -392,6 +482,48 @@ async def opens(base: str, servers: Servers, args):
     report_errors(errors, students)
 
 
+def _page_time(url: str, cookie: str) -> tuple[float, str | None]:
+    """Seconds to a page of the lab (its session built: what a reconnect costs the process, less its first frame)."""
+    t0 = time.monotonic()
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers={"Cookie": cookie}), timeout=120) as r:
+            r.read()
+            return time.monotonic() - t0, r.headers.get("X-Lab-Backend")
+    except OSError as e:
+        return time.monotonic() - t0, f"failed: {e}"
+
+
+def stampede(dep, args, rounds: int = 2):
+    """--stampede K: K reconnects to lab0's pages at once (its Reconnect's cookie), then, 0.3 s later, a new visitor's
+    page on lab0; in turns with nginx's reconnect queue at --reconnects-per-s and without it (nginx reloaded between
+    turns), so that both face the same machine. Prints the visitor's wait as a ratio of a page on the idle process
+    just before, and the reconnects' waits."""
+    if dep is None:
+        print("--stampede: not with --url (this script rewrites the deployment's nginx configuration)")
+        return
+    from deploy.class_server import nginx_conf
+    names = list(PRESETS)
+    urls = [f"{dep.url}?{PRESETS[names[i % len(names)]]}" for i in range(args.stampede)]
+    conf = dep.run_dir / "nginx.conf"
+    with ThreadPoolExecutor(args.stampede + 2) as pool:
+        for turn in range(rounds):
+            for rate in (args.reconnects_per_s, 0.0):
+                conf.write_text(nginx_conf(dep.run_dir, dep.port, dep.backends, dep.listen, rate))
+                os.kill(dep.pids["nginx"], signal.SIGHUP)
+                time.sleep(2.0)                       # the new workers take over; the last sessions expire
+                alone = sorted(_page_time(urls[0], "labsrv=lab0")[0] for _ in range(3))[1]
+                time.sleep(1.0)
+                reconnects = [pool.submit(_page_time, u, f"labsrv=lab0; {RECONNECT}") for u in urls]
+                time.sleep(0.3)
+                visitor, served = _page_time(urls[0], "labsrv=lab0")
+                waits = [f.result()[0] for f in reconnects]
+                label = f"queue at {rate:g}/s" if rate else "no queue"
+                print(f"  turn {turn + 1}, {label:<14}: a page alone {alone:.2f} s; beside {args.stampede} reconnects "
+                      f"a new visitor's page {visitor:.2f} s ({visitor / alone:.1f}x, from {served}); the reconnects' "
+                      f"pages p50 {percentile(waits, 50):.1f} s, max {max(waits):.1f} s")
+                time.sleep(6.0)                       # their sessions (no websocket came) expire
+
+
 def report_errors(errors: list[tuple[str, str]], students: list[Student]):
     late = [s.ws_late for s in students if s.ws_late]
     print(f"websockets later than {LIFETIME_S:g} s (--unused-session-ms) after their page, their labs built "
@@ -410,12 +542,18 @@ def main():
     ap.add_argument("--hostile", action="store_true", help=f"one more client on ?{HOSTILE}")
     ap.add_argument("--heavy", type=int, default=0, help=f"then open this many tabs of ?{HEAVY} and compare the "
                     "class's rate beside them with its rate before")
+    ap.add_argument("--heavy-ab", action="store_true", help="with --heavy: then turns with the pool's workers in the "
+                    "idle class and at nice 10 alone")
     ap.add_argument("--kill", action="store_true", help="then SIGKILL the Panel process lab0 and time its return")
     ap.add_argument("--opens", type=int, default=None, help="open-latency mode: this many page opens ...")
     ap.add_argument("--open-seconds", type=float, default=60.0, help="... spread evenly over this time")
+    ap.add_argument("--stampede", type=int, default=None, help="reconnect mode: this many reconnects at once to "
+                    "one process, and a new visitor beside them, with and without nginx's reconnect queue")
     ap.add_argument("--procs", type=int, default=None, help="Panel processes (default: the number of cores)")
     ap.add_argument("--unused-session-ms", type=int, default=UNUSED_SESSION_MS,
                     help="the deployment's (class_server.py --unused-session-ms)")
+    ap.add_argument("--reconnects-per-s", type=float, default=RECONNECTS_PER_S,
+                    help="the deployment's (class_server.py --reconnects-per-s; 0: reconnects all at once)")
     ap.add_argument("--url", default=None, help="a running deployment's lab URL (http://host:port/app)")
     args = ap.parse_args()
     global LIFETIME_S
@@ -428,12 +566,15 @@ def main():
     if args.url is None:
         run_dir = Path(tempfile.mkdtemp(prefix="class-load-"))
         dep = start(port=free_port(), procs=args.procs, run_dir=run_dir, unused_session_ms=args.unused_session_ms,
-                    say=lambda *_: None)
+                    reconnects_per_s=args.reconnects_per_s, say=lambda *_: None)
         print(f"deployment: {len(dep.backends)} Panel processes behind nginx at {dep.url} (logs in {run_dir}/logs)")
     base = args.url or dep.url
     try:
         servers = Servers(dep)
-        if args.opens:
+        if args.stampede:
+            print(f"{args.stampede} reconnects at once to lab0, and a new visitor's page beside them")
+            stampede(dep, args)
+        elif args.opens:
             print(f"presets, in turn: {', '.join(PRESETS)}; frame period 40 ms (25 updates/s at most)")
             asyncio.run(opens(base, servers, args))
         else:

@@ -53,6 +53,12 @@ EXTENSIONS = ("panel",)
 # students' sessions for longer than that before it accepts the websocket (benchmarks/class_load.py)
 UNUSED_SESSION_MS = 5000
 FIRST_PORT = 5100       # a worker host's first Panel port (`workers`)
+# Reconnects (after a process's restart) nginx lets through to one process per second; the others wait in its
+# queue (nginx.conf.template). A reconnect builds a page, about 0.45 s of the process's CPU (17.4 s for 40 in
+# benchmarks/class_load.py --kill): at 2 a second they take under the restarted process's whole core, and a class's
+# 40 are all back within about 20 s, where at once they took 40 s and held every new page back 20 s (issue 28).
+RECONNECTS_PER_S = 2.0
+RECONNECT_QUEUE = 1000  # per process: a class's reconnects all wait, none is refused
 
 
 def nginx_binary() -> str | None:
@@ -115,8 +121,10 @@ def static_dirs() -> dict[str, Path]:
             "favicon": extension_dir("panel") / "images" / "favicon.ico"}
 
 
-def nginx_conf(run_dir: Path, port: int, backends: list[str], listen: str = "127.0.0.1") -> str:
-    """backends: "address:port" of each Panel process, lab0, lab1, ... in order."""
+def nginx_conf(run_dir: Path, port: int, backends: list[str], listen: str = "127.0.0.1",
+               reconnects_per_s: float = RECONNECTS_PER_S) -> str:
+    """backends: "address:port" of each Panel process, lab0, lab1, ... in order. reconnects_per_s: the pages a
+    process's reconnecting students get, per second (0: all at once)."""
     names = [f"lab{i}" for i in range(len(backends))]
     # a process that refused a connection gets no new visitor for 3 s: a restarted one is back soon after
     upstreams = [f"    upstream {n} {{ server {a}; }}" for n, a in zip(names, backends)]
@@ -142,6 +150,10 @@ def nginx_conf(run_dir: Path, port: int, backends: list[str], listen: str = "127
         "@BOKEH_STATIC@": str(dirs["bokeh"]),
         "@EXTENSIONS@": extensions,
         "@FAVICON@": str(dirs["favicon"]),
+        # nginx's rate is whole requests a second or a minute
+        "@RECONNECT_RATE@": f"{max(1, round(60 * reconnects_per_s))}r/m",
+        "@RECONNECT_LIMIT@": (f"            limit_req zone=reconnects burst={RECONNECT_QUEUE};"
+                              if reconnects_per_s > 0 else ""),
     }
     text = TEMPLATE.read_text()
     for key, value in fills.items():
@@ -377,9 +389,10 @@ def _check_free(address: str, port: int, what: str):
 
 def start(port: int = 8080, procs: int | None = None, run_dir: Path = RUN_DIR, listen: str = "127.0.0.1",
           origins: tuple[str, ...] = (), timeout: float = 180.0, unused_session_ms: int = UNUSED_SESSION_MS,
-          workers: tuple[str, ...] = (), say=print) -> Deployment:
+          workers: tuple[str, ...] = (), reconnects_per_s: float = RECONNECTS_PER_S, say=print) -> Deployment:
     """Start supervisord with nginx and the Panel processes, wait until they serve, and return the running
-    deployment. workers: "address:port" of Panel processes on other hosts (`workers` there), added to nginx's."""
+    deployment. workers: "address:port" of Panel processes on other hosts (`workers` there), added to nginx's.
+    reconnects_per_s: see RECONNECTS_PER_S (0: no queue)."""
     nginx = nginx_binary()
     if nginx is None:
         raise RuntimeError("nginx is not installed (Debian: apt-get install -y nginx)")
@@ -392,7 +405,7 @@ def start(port: int = 8080, procs: int | None = None, run_dir: Path = RUN_DIR, l
     backends = [f"127.0.0.1:{free_port()}" for _ in range(procs)] + list(workers)
     dep = Deployment(run_dir, port, backends, [f"lab{i}" for i in range(procs)] + ["nginx"],
                      listen=listen, unused_session_ms=unused_session_ms)
-    (run_dir / "nginx.conf").write_text(nginx_conf(run_dir, port, backends, listen))
+    (run_dir / "nginx.conf").write_text(nginx_conf(run_dir, port, backends, listen, reconnects_per_s))
     allowed = [f"127.0.0.1:{port}", f"localhost:{port}", *origins]
     programs = {f"lab{i}": panel_args("127.0.0.1", int(backends[i].rsplit(":", 1)[1]), allowed, unused_session_ms)
                 for i in range(procs)}
@@ -618,6 +631,9 @@ def main(argv=None) -> int:
                     help=f"workers: the first port (default {FIRST_PORT})")
     ap.add_argument("--unused-session-ms", type=int, default=UNUSED_SESSION_MS,
                     help=f"how long a session waits for its page to connect (default {UNUSED_SESSION_MS})")
+    ap.add_argument("--reconnects-per-s", type=float, default=RECONNECTS_PER_S,
+                    help=f"start: reconnecting pages let through to a process per second after its restart "
+                         f"(default {RECONNECTS_PER_S:g}; 0: all at once)")
     ap.add_argument("--foreground", action="store_true", help="stay until SIGTERM (a container's entry point)")
     args = ap.parse_args(argv)
     if args.foreground:
@@ -639,7 +655,8 @@ def main(argv=None) -> int:
             text = Path(args.workers[1:]).read_text() if args.workers.startswith("@") else args.workers
             workers = tuple(parse_workers(text))
             dep = start(args.port, args.procs, args.run_dir, args.listen, tuple(args.origin),
-                        unused_session_ms=args.unused_session_ms, workers=workers, say=say)
+                        unused_session_ms=args.unused_session_ms, workers=workers,
+                        reconnects_per_s=args.reconnects_per_s, say=say)
     except (RuntimeError, TimeoutError, ValueError, OSError) as e:
         print(f"class_server: {e}", file=sys.stderr)
         return 1

@@ -12,9 +12,16 @@ kills it: `PR_SET_PDEATHSIG`; SIGTERM was not enough, a Panel process with sessi
 port) and supervisord starts both again, as before. A port already taken ends the parent at once, before it
 forks, so that supervisord marks the process FATAL after its retries, as it did a `panel serve` that could not
 start.
+
+A restarted process's students reconnect together (their pages' Reconnect, which marks its request with the
+`labreconnect` cookie). nginx lets them in at a fixed rate (nginx.conf.template); here their pages are built one at
+a time, and never while a new visitor's page is being built (`ReconnectGate`), so that a visitor waits behind one
+reconnect at most, whatever the process's pace (issue 28).
 """
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ctypes
 import os
 import signal
@@ -35,6 +42,70 @@ def end_with_parent(parent: int) -> None:
         return
     if os.getppid() != parent:         # the parent ended before the call
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+class ReconnectGate:
+    """On the event loop: `visitor()` around a new visitor's page build, `reconnect()` around a reconnect's, which
+    waits until no visitor's build is under way and no other reconnect's is. After a reconnect's build the next one
+    waits `pause` s more: a visitor's request takes a few turns of the loop to reach its handler (accepted, read,
+    parsed), and a build holds the loop for all of its half second of CPU; back to back, the reconnects' builds held a
+    visitor's request a turn each (docs/notes/deploy.md, `class_load --stampede`)."""
+
+    def __init__(self, pause: float = 0.1):
+        self.pause = pause
+        self.visitors = 0
+        self._turn: asyncio.Lock | None = None       # made on the loop it serves
+        self._clear: asyncio.Event | None = None
+
+    def _ready(self):
+        if self._turn is None:
+            self._turn, self._clear = asyncio.Lock(), asyncio.Event()
+            self._clear.set()
+
+    @contextlib.asynccontextmanager
+    async def visitor(self):
+        self._ready()
+        self.visitors += 1
+        self._clear.clear()
+        try:
+            yield
+        finally:
+            self.visitors -= 1
+            if not self.visitors:
+                self._clear.set()
+
+    @contextlib.asynccontextmanager
+    async def reconnect(self):
+        self._ready()
+        async with self._turn:
+            while self.visitors:
+                await self._clear.wait()
+            try:
+                yield
+            finally:
+                await asyncio.sleep(self.pause)
+
+
+GATE = ReconnectGate()
+
+
+def pace_reconnects() -> None:
+    """Serve the app's pages through GATE: Panel's page handler, replaced in the routes `panel serve` builds."""
+    from panel.io import server
+
+    from app.views.connection import RECONNECT_COOKIE
+    name = RECONNECT_COOKIE.split("=", 1)[0]
+
+    class PacedDocHandler(server.DocHandler):
+        async def get(self, *args, **kwargs):
+            gate = GATE.reconnect() if self.get_cookie(name) else GATE.visitor()
+            async with gate:
+                return await super().get(*args, **kwargs)
+
+    routes = server.per_app_patterns
+    for i, (pattern, handler) in enumerate(routes):
+        if handler is server.DocHandler:
+            routes[i] = (pattern, PacedDocHandler)
 
 
 def port_taken(argv: list[str]) -> str | None:
@@ -61,6 +132,7 @@ def main(argv: list[str]) -> None:
     import app.views.page  # noqa: F401
     from app.views.process import warm
     warm()
+    pace_reconnects()
     import threading
     assert threading.active_count() == 1, threading.enumerate()     # a fork copies only the forking thread
     from tornado.process import fork_processes

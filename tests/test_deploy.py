@@ -228,8 +228,10 @@ def test_a_panel_process_killed_mid_class_is_restarted_its_page_says_so_and_reco
 
         # Reconnect loads the same address: the same lab, on a live process
         # (the click waits for the page it loads: a restarted process's first page can take long on a busy machine)
-        with page.expect_navigation(timeout=180_000):
+        # (its request carries the cookie by which nginx queues a class's reconnects: test_deploy_scheduling.py)
+        with page.expect_navigation(timeout=180_000), page.expect_request(lambda r: r.url == link) as request:
             banner.get_by_role("button", name="Reconnect").click(timeout=180_000)
+        assert "labreconnect=1" in request.value.all_headers().get("cookie", "")
         page.locator("[data-metric='t-a']").first.wait_for(timeout=120_000)
         assert page.locator("#lab-connection-lost").count() == 0
         assert page.url == link

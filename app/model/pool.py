@@ -4,7 +4,8 @@ Heavy work (the Models page's builds and steps, the ladder, residual maps, typed
 numeric part of a lab build) would hold the Panel process's interpreter between its sessions' frames. It runs
 instead in forked worker processes (runner.py's `Sandbox`: a fork inherits what the server built, typed
 potentials and edited recipes that do not pickle, and is SIGKILLed to cancel):
-- at a lowered OS priority (`NICE`): the Panel process's frames win the CPU whenever they want it;
+- at a lowered OS priority (`NICE`) and, once admitted to the pool, in the kernel's idle class (`IDLE`,
+  `demote`): the Panel process's frames win the CPU whenever they want it, the pool's work has what they leave;
 - within an address-space limit (`MEMORY`); a worker's memory goes back to the system when it exits, which it
   does when its job ends or its session closes;
 - admitted through `Pool.slot`: at most `WORKERS` jobs compute at once in a server process (the per-process
@@ -32,6 +33,10 @@ WORKERS = int(os.environ.get("SGMCMC_POOL_WORKERS") or os.cpu_count() or 2)
 QUOTA = 1                     # heavy jobs computing at once per session
 NICE = int(os.environ.get("SGMCMC_POOL_NICE") or 10)      # added to a worker's niceness (19 at most)
 MEMORY = int(os.environ.get("SGMCMC_POOL_MEMORY_MB") or 3072) << 20     # address space a worker may add
+# The pool's workers in Linux's SCHED_IDLE class: a weight of 3 against a normal process's 1024 (nice 10: 110), and a
+# frame that wakes on a core one of them holds takes it at once; at nice 10 two heavy Models tabs slowed a class
+# beside them (issue 28, docs/notes/compute-pool.md). SGMCMC_POOL_IDLE=0: nice only.
+IDLE = os.environ.get("SGMCMC_POOL_IDLE", "1") != "0"
 LIGHT, HEAVY = 0, 1
 QUEUED = "queued behind your other runs"
 
@@ -107,8 +112,9 @@ class Pool:
 
     # -- the owners' workers ----------------------------------------------------------------------------
     def adopt(self, owner, box) -> bool:
-        """Count the worker as the owner's (killed with it); False (and the worker killed) if the owner has
-        gone already."""
+        """Count the worker as the owner's (killed with it), in the idle class (`demote`); False (and the worker
+        killed) if the owner has gone already."""
+        demote(box.pid)
         with self._cond:
             if owner in self._dead:
                 dead = True
@@ -142,6 +148,18 @@ class Pool:
     def workers_alive(self) -> int:
         with self._cond:
             return sum(len(b) for b in self._procs.values())
+
+
+def demote(pid: int | None) -> bool:
+    """Put the process in the idle scheduling class (IDLE; a process may lower its own user's processes without
+    privileges); False where the system has no such class or refuses."""
+    if not IDLE or not pid or not hasattr(os, "SCHED_IDLE"):
+        return False
+    try:
+        os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
+    except OSError:         # it has ended already, or the system refuses
+        return False
+    return True
 
 
 POOL = Pool()
