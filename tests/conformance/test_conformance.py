@@ -20,7 +20,8 @@ from samplers.targets.presets import get_potential
 CASES = cases()
 
 # (case, sampler) that miss the floor at their defaults and reach it at eps=auto (docs/conformance.md)
-AT_AUTO = {("donut", "sgld"), ("blackjax-linreg", "sgld"), ("blackjax-linreg", "sgrld"), ("chen-fig1", "sgld")}
+AT_AUTO = {("donut", "sgld"), ("blackjax-linreg", "sgld"), ("blackjax-linreg", "sgrld"), ("chen-fig1", "sgld"),
+           ("welling-teh", "sgld")}
 
 # (case, sampler) that miss it at eps=auto too: findings, with the numbers measured (benchmarks/conformance.py, seed
 # 1). The funnel's ladders alone take a minute each (its neck wants eps ~1e-4), so these run in the benchmark, not
@@ -34,13 +35,6 @@ XFAIL = {
                          "KL 0.592 > 0.037",
     ("blackjax-linreg", "sgrhmc"): "defaults eps 0.00316: KL 0.00708 > 0.00033; eps=auto 7.9e-4: KL 0.0125 > "
                                    "tolerance 0.0014 (floor 0.00046)",
-    # Welling & Teh's ridge: the ladder judges theta_1's marginal, and the bias is across the ridge (sd 0.13), in
-    # the joint law only: at SGLD's eps=auto both marginals' KL are at their noise (0.0010, 0.0008), the joint's 17
-    # times its floor
-    ("welling-teh", "sgld"): "defaults eps 0.00404: KL 0.00681 > tolerance 0.00314; eps=auto 0.00808 (a rung "
-                             "passed, on theta_1): KL 0.0219 > tolerance 0.00242 (floor 0.00126)",
-    ("welling-teh", "msgnht"): "defaults eps 0.0127: KL 0.00675 > tolerance 0.00589; eps=auto 0.0509: KL 0.00196 > "
-                               "tolerance 0.00167 (floor 0.00123)",
 }
 
 # (case, sampler) that miss the floor at their defaults and where the ladder passes no rung, but a run at its
