@@ -33,7 +33,7 @@ from samplers.sampler import Sampler
 BINS = 30            # few bins: the floor of a naive sampler is a broad shape error, and noise grows with B
 JOINT = "joint"      # LadderPoint.law: the joint law of (θ₁, θ₂), on the diagnostics' bins
 MARGINAL = "theta1"  # θ₁'s marginal, on BINS bins
-JOINT_KEPT = 240     # states kept per chain on a joint rung: every 1/20 of the time unit (measured, docs/notes/stepsize.md)
+JOINT_KEPT = 240     # states kept per chain on a joint rung (the floor counts their correlation within a chain)
 # A joint rung's tolerance: floor + KL_SDS sd. The conformance suite judges a run at 4 sd, where a false failure
 # is a wrong verdict; here a false failure only costs a smaller step, and a false pass a biased run: on Welling &
 # Teh's posterior SGLD's rung at half its default shows a KL 2.3 to 4.7 sd above its floor over five seeds (a bias,
@@ -249,15 +249,16 @@ def _batch_se(series: np.ndarray, var_one: float, batches: int = 10) -> tuple[fl
 
 
 def ladder_csv(results: list[LadderResult]) -> str:
-    """One row per (sampler, ε), full precision (titles quoted: an edited sampler's has commas)."""
+    """One row per (sampler, ε), full precision (titles quoted: an edited sampler's has commas); `law` says which
+    law the KL scored (joint or theta1), `kl_tol` the KL auto_eps passes the rung under."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    w.writerow(["sampler", "eps", "law", "kl", "kl_noise", "kl_tol", "m2_error", "m2_se", "exact_m2", "steps",
-                "diverged"])
+    w.writerow(["sampler", "eps", "kl", "kl_noise", "m2_error", "m2_se", "exact_m2", "steps", "diverged", "law",
+                "kl_tol"])
     for r in results:
         for p in r.points:
-            w.writerow([r.title, repr(p.eps), p.law, repr(p.kl), repr(p.kl_noise), repr(p.kl_tol), repr(p.m2_error),
-                        repr(p.m2_se), repr(r.exact_m2), p.steps, p.diverged])
+            w.writerow([r.title, repr(p.eps), repr(p.kl), repr(p.kl_noise), repr(p.m2_error), repr(p.m2_se),
+                        repr(r.exact_m2), p.steps, p.diverged, p.law, repr(p.kl_tol)])
     return out.getvalue()
 
 

@@ -14,9 +14,9 @@ Sources:
   posterior of theta1 ~ N(0, 10), theta2 ~ N(0, 1), x_i ~ 1/2 N(theta1, 2) + 1/2 N(theta1 + theta2, 2) given 100
   points drawn at (0, 1), the preset `welling-teh` (samplers/targets/examples/welling-teh.yaml: the model file and
   its CSV). Its two modes, (0, 1) and (1, -1), are joined by a ridge that Langevin chains cross slowly, so its
-  chains start at exact draws (`samplers.ladder.exact_draws`) and the case measures where a sampler's law settles, not how fast it
-  gets there; the gradient noise is the suite's simulated V = 1 (the paper's annealed steps are not a stationary
-  run).
+  chains start at exact draws (`samplers.ladder.exact_draws`) and the case measures where a sampler's law settles,
+  not how fast it gets there; the gradient noise is the suite's simulated V = 1 (the paper's annealed steps are not
+  a stationary run).
 """
 from __future__ import annotations
 
