@@ -21,11 +21,12 @@ CASES = cases()
 
 # (case, sampler) that miss the floor at their defaults and reach it at eps=auto (docs/conformance.md)
 AT_AUTO = {("donut", "sgld"), ("blackjax-linreg", "sgld"), ("blackjax-linreg", "sgrld"), ("chen-fig1", "sgld"),
-           ("welling-teh", "sgld")}
+           ("welling-teh", "sgld"), ("squiggle", "sgnht")}
 
 # (case, sampler) that miss it at eps=auto too: findings, with the numbers measured (benchmarks/conformance.py, seed
 # 1). The funnel's ladders alone take a minute each (its neck wants eps ~1e-4), so these run in the benchmark, not
-# here (run=False).
+# here (run=False). The funnel's eps=auto figures here and below are the ladder's from before it scored the joint law
+# of a 2-D target (samplers/ladder.py); they were not measured again.
 XFAIL = {
     ("funnel", "sgnht"): "defaults eps 0.0105: KL 0.0270 > tolerance 0.0157; eps=auto: no rung passed the ladder; "
                          "at its smallest, 6.6e-4, KL 0.0532 > tolerance 0.0435 (floor 0.0288)",
@@ -48,8 +49,6 @@ BENCH_ONLY = {
     ("funnel", "msgnht"): "defaults eps 0.0105: KL 0.0488 > 0.0159; eps=auto 6.6e-4 (no rung passed): KL 0.0610 <= "
                           "0.0689",
     ("funnel", "sgrhmc"): "defaults eps 0.0105: chains diverged; eps=auto 6.6e-4 (no rung passed): KL 0.0424 <= 0.0634",
-    ("squiggle", "sgnht"): "defaults eps 0.0137: KL 0.0164 > 0.0156; eps=auto 8.6e-4 (no rung passed): KL 0.0775 <= "
-                           "0.186 (floor 0.091)",
 }
 
 # naive samplers not measurably biased on a case (V = 1): on an isotropic Gaussian and the gallery's mixture of
