@@ -240,15 +240,17 @@ def _oracle(pot, args):
 def _auto_eps(sampler, args, sets, out):
     """--set eps=auto: the ladder's largest step whose bias is under its noise (samplers.ladder.auto_eps), and
     the sampler at that step, with what the ladder measured for the file's meta."""
-    from samplers.ladder import auto_eps
+    from samplers.ladder import JOINT, auto_eps
     if sampler.spec.step_param != "eps" or sampler.potential.dim > 2 and not sampler.potential.known_marginals:
         raise UsageError("eps=auto runs the step-size ladder, which needs the exact law of theta_1: a target of one "
                          "or two dimensions, or a Gaussian")
     found = auto_eps(sampler, seed=args.seed)
-    rungs = [dict(eps=p.eps, kl=p.kl, kl_noise=p.kl_noise, m2_error=p.m2_error, m2_se=p.m2_se, diverged=p.diverged)
-             for p in found.points]
+    rungs = [dict(eps=p.eps, law=p.law, kl=p.kl, kl_noise=p.kl_noise, kl_tol=p.kl_tol, m2_error=p.m2_error,
+                  m2_se=p.m2_se, diverged=p.diverged) for p in found.points]
     verdict = "under the noise" if found.passed else "the smallest tried; none was under the noise"
-    print(f"auto eps: {found.eps:.4g} ({verdict}; {len(rungs)} rungs of the step-size ladder)", file=out)
+    law = "the joint law of (theta_1, theta_2)" if found.points[-1].law == JOINT else "theta_1's marginal"
+    print(f"auto eps: {found.eps:.4g} ({verdict}; {len(rungs)} rungs of the step-size ladder, KL of {law})",
+          file=out)
     params = {**sets, "eps": found.eps}
     if args.recipe is not None:
         s = design_sampler(load_design(args.recipe), sampler.potential, args.grad_noise, args.batch, args.naive,

@@ -756,7 +756,8 @@ def test_the_run_fields_refuse_a_value_out_of_bounds_and_show_the_one_in_use():
     assert controls.seed.value == 9
     fields = ParamFields(lab)
     fields.widgets["eps"].value = "-1"
-    assert "eps must be &gt; 0 and &lt;= 100, got -1 (not applied)" in fields.error.object
+    assert "eps must be &gt; 0 and &lt;= 100, got -1 (or auto: the step-size ladder picks it) (not applied)" in \
+        fields.error.object
     assert fields.widgets["eps"].value == "0.05" and "eps" not in lab.config.params
     assert controls.dtype.name == "Precision" and controls.dtype.value == "float64"
     controls.dtype.value = "float32"   # the Precision field rebuilds the run in float32

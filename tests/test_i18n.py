@@ -627,7 +627,7 @@ REFUSING = ["samplers/targets/expr.py", "samplers/targets/typed.py", "samplers/t
             "samplers/gradients.py", "samplers/stepsize.py", "samplers/families/santa.py",
             "samplers/families/simplex.py", "samplers/families/qnhmc.py", "app/model/design.py",
             "app/model/modelupload.py", "app/model/urlstate.py", "app/model/config.py", "app/model/presets.py",
-            "app/model/models.py", "app/model/live_run.py", "app/model/lab.py"]
+            "app/model/models.py", "app/model/live_run.py", "app/model/lab.py", "app/model/autoeps.py"]
 # modules whose refusals never reach a page of the lab, and why (the command line's, cli.py and diagnostics.py,
 # raise none of these)
 NOT_REFUSING_IN_THE_LAB = {

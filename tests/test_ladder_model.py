@@ -124,3 +124,16 @@ def test_eps_auto_goes_on_through_rebuilds_that_do_not_change_it_and_gives_up_pa
     assert lab.sides[0].sampler.params["eps"] == lab.sides[0].auto.default_eps     # it runs at the fitted default
     lab.config.params = {}
     assert lab.sides[0].auto is None
+
+
+def test_an_invalid_eps_says_auto_is_taken_too():
+    """The lab takes eps = auto, which the library's own message does not know: the field's reason says so, in
+    Japanese too (issue 25)."""
+    from app.model.i18n import tr_message
+    from app.model.presets import validate_params
+    assert validate_params("sgld", {"eps": "auto"}) is None and validate_params("sgld", {"eps": "0.02"}) is None
+    for typed in ("abc", "-1", "nan"):
+        reason = validate_params("sgld", {"eps": typed})
+        assert reason.startswith("eps must be") and reason.endswith("(or auto: the step-size ladder picks it)"), reason
+        ja = tr_message(reason, "ja")
+        assert "auto" in ja and "ladder" not in ja and "must" not in ja, ja

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from samplers.cache import BoundedCache
-from samplers.ladder import AUTO_KL_FACTOR, AUTO_M2_SIGMAS, AUTO_RUNGS, AutoEps, LadderPoint
+from samplers.ladder import AUTO_KL_FACTOR, AUTO_M2_SIGMAS, AUTO_RUNGS, JOINT, KL_SDS, AutoEps, LadderPoint
 from samplers.sampler import SamplerError
 
 from .i18n import DEFAULT_LANG, tr
@@ -29,6 +29,17 @@ def wants_auto(params: dict) -> bool:
 def without_auto(params: dict) -> dict:
     """The overrides with an eps = auto left out (what the library's checks see: the rest is theirs to judge)."""
     return {k: v for k, v in params.items() if not (k == "eps" and wants_auto(params))}
+
+
+def check_eps(spec, params: dict) -> None:
+    """SamplerError where a typed eps is neither a step this sampler takes nor auto: the library's reason, and
+    that auto is taken too (the library's own message does not know the lab's auto)."""
+    if "eps" not in params or "eps" not in spec.declared or wants_auto(params):
+        return
+    try:
+        spec.declared["eps"].coerce(params["eps"])
+    except SamplerError as err:
+        raise SamplerError(f"{err} (or auto: the step-size ladder picks it)") from None
 
 
 @dataclass(frozen=True)
@@ -87,13 +98,18 @@ def _g(x: float) -> str:
 
 
 def rung_words(p: LadderPoint, lang: str = DEFAULT_LANG) -> str:
-    """Why a rung passed or failed, with its numbers: the three tests auto_eps applies."""
+    """Why a rung passed or failed, with its numbers: the three tests auto_eps applies (the KL's on the law the
+    ladder scored: the joint one on a two-dimensional target, θ₁'s marginal elsewhere)."""
     if p.diverged:
         return tr("{n} chains diverged", lang, n=p.diverged)
-    kl_ok = p.kl <= AUTO_KL_FACTOR * p.kl_noise
     m2_ok = p.m2_error <= AUTO_M2_SIGMAS * p.m2_se
-    kl = tr("KL {kl} ≤ {k} × its noise {noise}" if kl_ok else "KL {kl} > {k} × its noise {noise}", lang,
-            kl=_g(p.kl), k=f"{AUTO_KL_FACTOR:g}", noise=_g(p.kl_noise))
+    if p.law == JOINT:
+        kl = tr("KL of the joint law of (θ₁, θ₂) {kl} ≤ its noise floor {noise} + {k} sd ({tol})" if p.kl_ok else
+                "KL of the joint law of (θ₁, θ₂) {kl} > its noise floor {noise} + {k} sd ({tol})", lang,
+                kl=_g(p.kl), noise=_g(p.kl_noise), k=f"{KL_SDS:g}", tol=_g(p.kl_tol))
+    else:
+        kl = tr("KL {kl} ≤ {k} × its noise {noise}" if p.kl_ok else "KL {kl} > {k} × its noise {noise}", lang,
+                kl=_g(p.kl), k=f"{AUTO_KL_FACTOR:g}", noise=_g(p.kl_noise))
     m2 = tr("|E θ₁² − exact| {m2} ≤ {k} se ({se})" if m2_ok else "|E θ₁² − exact| {m2} > {k} se ({se})", lang,
             m2=_g(p.m2_error), k=f"{AUTO_M2_SIGMAS:g}", se=_g(p.m2_se))
     return f"{kl}, {m2}"

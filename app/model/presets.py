@@ -14,7 +14,7 @@ from samplers.sampler import SamplerError, coerce_params
 from samplers.targets.potential import Potential, PotentialError
 from samplers.targets.presets import get_potential, parse_box, preset_names
 
-from .autoeps import without_auto
+from .autoeps import check_eps, without_auto
 from .modelupload import PREFIX as UPLOAD_PREFIX
 from .modelupload import load_uploaded
 
@@ -84,6 +84,7 @@ def validate_params(sampler: str, params: dict) -> str | None:
     is the lab's (autoeps.py): the library's checks see the rest."""
     try:
         spec = get_spec(sampler)
+        check_eps(spec, params)
         coerce_params(spec, without_auto(params) if "eps" in spec.defaults else params)
     except SamplerError as err:
         return str(err)

@@ -70,8 +70,9 @@ class LadderView(Viewer):
         self.download.label = tr("Ladder (CSV)", lang)
         self.caption.object = "<div style='font-size:12px;color:#444'>" + tr(
             "For each step size ε the chains run the same stretch of time (the SDE held fixed: gradient-noise "
-            "diffusion B = εV/2 and momentum resampling as at A's ε), and the pooled θ₁ samples are scored against "
-            "the exact density. A recipe's error falls with ε (dashed: slopes 1 and 2); a naive sampler's levels off "
+            "diffusion B = εV/2 and momentum resampling as at A's ε), and the pooled samples are scored against "
+            "the exact law: the joint law of (θ₁, θ₂) on a two-dimensional target, θ₁'s marginal elsewhere. A "
+            "recipe's error falls with ε (dashed: slopes 1 and 2); a naive sampler's levels off "
             "at a floor. Dotted: the KL a perfect sampler would show with as many samples. PNG: the save tool of "
             "each plot.", lang) + "</div>"
         for f, label in zip(self.figs, (N_("KL to the exact density"), N_("|E[θ₁²] − exact|"))):
