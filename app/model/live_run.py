@@ -215,15 +215,19 @@ class LiveRun:
                 for i in range(len(self.edges))]
 
     def _counts(self, theta: np.ndarray, groups: np.ndarray | None = None):
-        idx = self._bin(theta)
         # each sample's bin of the scored histogram (joint for 2-D, else theta_1's), the outside bin last: one bincount
         # gives that histogram, per group of chains when groups are counted (each bincount is most of the cost here)
         size = self.masses.size + 1
         if self.dim == 2:
-            ix, iy = idx
+            ix, iy = idx = self._bin(theta)
             cell = np.where((ix >= 0) & (iy >= 0), ix * self._nb[1] + iy, size - 1)
         else:
-            cell = np.where(idx[0] >= 0, idx[0], size - 1)
+            # theta_1's bin as uniform_bin_index finds it, with the outside bin (size - 1, its bin count) in the
+            # same pass; NaN compares false, so it lands outside too. theta_1's marginal is this histogram.
+            f = (theta[:, 0] - self._lo[0]) * self._inv[0]
+            cell = np.where((f >= 0) & (f < self._nb[0]), f, size - 1).astype(np.intp)
+            idx = [None] + [dg.uniform_bin_index(theta[:, i], self._lo[i], self._inv[i], self._nb[i])
+                            for i in range(1, len(self.edges))]
         if groups is not None and self.groups > 1:
             per_group = np.bincount(groups * size + cell, minlength=self.group_counts.size).reshape(
                 self.group_counts.shape)
