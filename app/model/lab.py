@@ -479,6 +479,7 @@ class Lab(Session):
         self.runs: list[LiveRun] = []
         self.sides: list[Side] = []
         self._valid: dict = {}
+        self._step_cost = float("inf")      # seconds a step of the runs took in the last frame (see frame)
         self.config.param.watch(self._config_changed, [p for p in self.config.param if p not in ("name", "speed")])
         self.config.param.watch(self._limit_speed, "speed")
         self.rebuild()
@@ -578,6 +579,7 @@ class Lab(Session):
             return
         self.potential, self.sides, self.runs = out.pot, out.sides, out.runs
         self._valid = out.valid
+        self._step_cost = float("inf")      # not measured yet: the new runs' first frame measures a step
         self.block("config", out.block)
         self._limit_speed()
         self.version += 1
@@ -622,7 +624,10 @@ class Lab(Session):
         steps = self.steps_per_frame if timed else int(steps)
         before = [run.n_diverged for run in self.runs]
         start = time.perf_counter()
-        done, chunk = 0, 1
+        # all the steps in one call per run when the last frame's cost per step says they fit half the budget (a
+        # run's steps in one call share its per-call costs: the first step alone cost a second round of them); else,
+        # as on a first frame, one step first to measure, then the rest in one call if they fit, else step by step
+        done, chunk = 0, (steps if not timed or self._step_cost * steps <= FRAME_BUDGET_S / 2 else 1)
         while done < steps:
             n = min(chunk, steps - done)
             for run, side in zip(self.runs, self.sides):
@@ -635,11 +640,11 @@ class Lab(Session):
                     return False
             done += n
             used = time.perf_counter() - start
+            self._step_cost = used / done
             if timed and used > FRAME_BUDGET_S:
                 break
-            # the rest in one call per run when the first step says it fits the budget (a run's steps in one
-            # call share its per-call costs; the runs' random streams are their own, so the order of A's and
-            # B's steps changes nothing); else step by step, checking the budget
+            # the rest in one call per run when the first step says it fits the budget (the runs' random streams
+            # are their own, so the order of A's and B's steps changes nothing); else step by step, checking it
             if not timed or used * steps <= FRAME_BUDGET_S * done / 2:
                 chunk = steps
         for run, side, n0 in zip(self.runs, self.sides, before):

@@ -37,6 +37,13 @@ def bin_masses(pot, edges) -> np.ndarray:
     return _MASS_CACHE.get_or_make(key, masses)
 
 
+def _sd(w: np.ndarray, mid: np.ndarray) -> float:
+    """The standard deviation of a histogram of weights w at the bins' midpoints."""
+    w = w / w.sum()
+    m = (w * mid).sum()
+    return float(np.sqrt((w * (mid - m) ** 2).sum()))
+
+
 class KeptSamples:
     """Every chain's state at evenly spaced steps since burn-in, at most `max_rows` rows (chain x step):
     when full, every other snapshot goes and the spacing doubles, so what is kept always spans the run."""
@@ -124,6 +131,7 @@ class LiveRun:
         self._ess_cache = (float("nan"), float("nan"))
         self._ess_at = -1
         self._floor = (-1, float("nan"))      # (step it was computed at, KL noise floor)
+        self._exact_sd = None                  # the exact law's standard deviation of θ₁ (see spread)
         self.error: str | None = None
         self.log_marginal = None
         self._escaped = (0, -1)            # (chains escaped at the last check, its step)
@@ -176,16 +184,21 @@ class LiveRun:
         """Advance `steps` steps, accumulating as we go. Errors of the dynamics propagate
         (RecipeError, SamplerError...): the caller pauses and shows them."""
         kept, groups = [], []
+        ens, guard = self.ens, self.ens.guard
         try:
             for _ in range(int(steps)):
-                self.ens.advance(1)
+                ens.advance(1)
                 self._record_path()
                 self._record_ess()
-                if self.ens.t > self.burn and self.ens.t % self.thin == 0:
-                    self.samples.offer(self.ens.t, self.ens.z, self.ens.guard.alive)
-                    kept.append(self._live_theta().copy())   # not a view of a state a later step may reuse
-                    groups.append(self._group_of if self.ens.n_diverged == 0 else
-                                  self._group_of[self.ens.guard.alive])
+                if ens.t > self.burn and ens.t % self.thin == 0:
+                    self.samples.offer(ens.t, ens.z, guard.alive)
+                    th = self.theta_of(ens.z)
+                    if ens.n_diverged:
+                        th, group = th[guard.alive], self._group_of[guard.alive]
+                    else:
+                        th, group = th.copy(), self._group_of   # not a view of a state a later step may reuse
+                    kept.append(th)
+                    groups.append(group)
         finally:    # what was stepped is counted, also when a step raised
             if kept:
                 # binned once for all the steps: the per-call cost of the binning is most of it at 10^3 chains
@@ -202,15 +215,19 @@ class LiveRun:
                 for i in range(len(self.edges))]
 
     def _counts(self, theta: np.ndarray, groups: np.ndarray | None = None):
-        idx = self._bin(theta)
         # each sample's bin of the scored histogram (joint for 2-D, else theta_1's), the outside bin last: one bincount
         # gives that histogram, per group of chains when groups are counted (each bincount is most of the cost here)
         size = self.masses.size + 1
         if self.dim == 2:
-            ix, iy = idx
+            ix, iy = idx = self._bin(theta)
             cell = np.where((ix >= 0) & (iy >= 0), ix * self._nb[1] + iy, size - 1)
         else:
-            cell = np.where(idx[0] >= 0, idx[0], size - 1)
+            # theta_1's bin as uniform_bin_index finds it, with the outside bin (size - 1, its bin count) in the
+            # same pass; NaN compares false, so it lands outside too. theta_1's marginal is this histogram.
+            f = (theta[:, 0] - self._lo[0]) * self._inv[0]
+            cell = np.where((f >= 0) & (f < self._nb[0]), f, size - 1).astype(np.intp)
+            idx = [None] + [dg.uniform_bin_index(theta[:, i], self._lo[i], self._inv[i], self._nb[i])
+                            for i in range(1, len(self.edges))]
         if groups is not None and self.groups > 1:
             per_group = np.bincount(groups * size + cell, minlength=self.group_counts.size).reshape(
                 self.group_counts.shape)
@@ -364,16 +381,15 @@ class LiveRun:
         masses): above 1 the histogram is wider than the exact density, below 1 narrower."""
         e = self.edges[0]
         mid = 0.5 * (e[1:] + e[:-1])
-        q = self.masses if self.masses.ndim == 1 else self.masses.reshape(len(mid), -1).sum(axis=1)
         p = np.asarray(dens, float)
-        if self.dim > 2 or len(q) != len(mid) or p.sum() <= 0 or q.sum() <= 0:
+        if self._exact_sd is None:      # the target's, fixed for the run: once (NaN where it cannot be told)
+            q = self.masses if self.masses.ndim == 1 else self.masses.reshape(len(mid), -1).sum(axis=1)
+            ok = self.dim <= 2 and len(q) == len(mid) and q.sum() > 0
+            self._exact_sd = _sd(q, mid) if ok else float("nan")
+        exact = self._exact_sd
+        if not exact > 0 or p.sum() <= 0:
             return float("nan")
-        def sd(w):
-            w = w / w.sum()
-            m = (w * mid).sum()
-            return float(np.sqrt((w * (mid - m) ** 2).sum()))
-        exact = sd(q)
-        return sd(p) / exact if exact > 0 else float("nan")
+        return _sd(p, mid) / exact
 
     def metrics(self) -> dict:
         """Scalars for the metrics panel."""

@@ -1,0 +1,109 @@
+"""A frame's work in the model (issue 28, the frame's fourth round): its steps in one call per run once a frame has
+measured a step, the budget still closing a frame; the histograms binned in one pass; the exact spread once a run."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from app.model import lab as lab_module
+from app.model.config import LabConfig
+from app.model.lab import Lab
+from app.model.live_run import LiveRun
+
+FIRST_PAIR = dict(compare=True, sampler="sghmc-naive", sampler_b="sghmc", potential="double-well", V=4.0,
+                  params={"eps": "0.1"}, params_b={"eps": "0.1", "C": "3"}, chains=300, speed=5)
+
+
+def counted(lab):
+    calls = []
+    for run in lab.runs:
+        advance = run.advance
+        run.advance = lambda steps, run=run, advance=advance: (calls.append((run.label, steps)), advance(steps))[1]
+    return calls
+
+
+def test_a_frame_steps_each_run_in_one_call_once_a_step_is_measured_and_the_budget_still_closes_it(monkeypatch):
+    lab = Lab(LabConfig(**FIRST_PAIR))
+    calls = counted(lab)
+    monkeypatch.setattr(lab_module, "FRAME_BUDGET_S", 10.0)     # every step fits, however loaded the machine
+    assert lab.frame()
+    assert calls == [("A", 1), ("B", 1), ("A", 4), ("B", 4)]    # the first frame measures a step first
+    calls.clear()
+    assert lab.frame() and lab.frame()
+    assert calls == [("A", 5), ("B", 5)] * 2                    # then one call per run (main: 1 and 4 each frame)
+    # the budget still decides: nothing fits, so one step and the frame closes, as on main
+    monkeypatch.setattr(lab_module, "FRAME_BUDGET_S", 0.0)
+    calls.clear()
+    assert lab.frame()
+    assert calls == [("A", 1), ("B", 1)] and lab.runs[0].t == 16
+    # new runs are measured again before their steps go in one call
+    monkeypatch.setattr(lab_module, "FRAME_BUDGET_S", 10.0)
+    lab.config.chains = 200
+    calls = counted(lab)
+    assert lab.frame() and calls == [("A", 1), ("B", 1), ("A", 4), ("B", 4)]
+
+
+def test_frames_in_one_call_per_run_step_and_count_as_steps_one_by_one(monkeypatch):
+    monkeypatch.setattr(lab_module, "FRAME_BUDGET_S", 10.0)
+    folded, single = Lab(LabConfig(**FIRST_PAIR)), Lab(LabConfig(**FIRST_PAIR))
+    for _ in range(30):          # past burn-in (100 steps): the histograms count
+        folded.frame()
+    for _ in range(150):
+        single.frame(1)
+    for a, b in zip(folded.runs, single.runs):
+        assert a.t == b.t == 150 and a.kept == b.kept > 0
+        np.testing.assert_array_equal(a.ens.z, b.ens.z)
+        np.testing.assert_array_equal(a.joint_counts, b.joint_counts)
+        np.testing.assert_array_equal(a.group_counts, b.group_counts)
+        np.testing.assert_array_equal(a.take_path_points(), b.take_path_points())
+        assert _same(a.metrics(), b.metrics())
+
+
+def _same(m1, m2):
+    return m1.keys() == m2.keys() and all(v1 == v2 or (v1 != v1 and v2 != v2) for v1, v2 in
+                                          zip(m1.values(), m2.values()))
+
+
+@pytest.mark.parametrize("cfg", [dict(potential="double-well", sampler="sghmc"),
+                                 dict(potential="banana", sampler="sghmc"),
+                                 dict(potential="sparse-dirichlet", sampler="scir", batch=10)])
+def test_the_histograms_count_as_numpys_histogram_does_outside_and_nan_included(cfg):
+    """The one-pass binning against np.histogram on the same edges (1-D joint, 2-D joint, a marginal beyond 2-D):
+    states inside, outside the box on either side, and NaN (a diverged row's), which count as outside."""
+    run = Lab(LabConfig(chains=64, **cfg)).runs[0]
+    rng = np.random.default_rng(3)
+    lo, hi = np.array([e[0] for e in run.edges]), np.array([e[-1] for e in run.edges])
+    width = hi - lo
+    theta = np.zeros((4000, run.dim)) + 0.5
+    k = len(run.edges)
+    theta[:, :k] = lo + width * rng.uniform(-0.2, 1.2, (4000, k))
+    theta[::97, 0] = np.nan
+    run._accumulate(theta)
+    x = theta[:, 0]
+    if run.dim == 2:
+        joint = np.histogram2d(x, theta[:, 1], run.edges)[0]
+        inside = ((x >= lo[0]) & (x < hi[0]) & (theta[:, 1] >= lo[1]) & (theta[:, 1] < hi[1])).sum()
+    else:
+        joint = np.histogram(x[np.isfinite(x)], run.edges[0])[0]
+        inside = joint.sum()
+    np.testing.assert_array_equal(run.joint_counts, joint)
+    assert run.joint_outside == len(theta) - inside > 0 and run.kept == len(theta)
+    for i, (edges, counts) in enumerate(zip(run.edges, run.marg_counts)):
+        np.testing.assert_array_equal(counts, np.histogram(theta[:, i][np.isfinite(theta[:, i])], edges)[0])
+
+
+def test_the_exact_spread_is_computed_once_a_run_and_the_ratio_is_unchanged():
+    run = LiveRun(Lab(LabConfig(potential="double-well", sampler="sghmc", chains=64)).sides[0].sampler, 64, seed=1)
+    e = run.edges[0]
+    mid = 0.5 * (e[1:] + e[:-1])
+    dens = np.exp(-0.5 * mid ** 2)
+
+    def sd(w):
+        w = w / w.sum()
+        return np.sqrt((w * (mid - (w * mid).sum()) ** 2).sum())
+
+    exact = sd(run.masses)
+    assert run.spread(dens) == pytest.approx(sd(dens) / exact, rel=1e-12)
+    run.masses = run.masses * 0      # the exact law is not read again: what the first call found is kept
+    assert run.spread(dens) == pytest.approx(sd(dens) / exact, rel=1e-12)
+    assert np.isnan(run.spread(dens * 0))
