@@ -131,7 +131,8 @@ def test_presentation_mode_text_is_projector_sized_and_the_keys_run_the_lab(tab)
                     out.push(["ticks", px(a.major_label_text_font_size)]);
                     out.push(["axis label", px(a.axis_label_text_font_size)]);
                 }
-                for (const r of m.center) if (r.type === "Legend") out.push(["legend", px(r.label_text_font_size)]);
+                for (const r of [...m.above, ...m.center]) if (r.type === "Legend")
+                    out.push(["legend", px(r.label_text_font_size)]);
                 if (m.name.startsWith("marginal-")) out.push(["histogram height", m.height]);
             }
         return out;
@@ -308,7 +309,7 @@ def test_every_control_is_reached_and_used_from_the_keyboard_and_a_and_b_differ_
             if (m.type === "Figure" && /^marginal-[AB]-0$/.test(m.name)) {
                 const side = m.name[9];
                 const quad = m.renderers.map(r => r.glyph).find(g => g && g.type === "Quad");
-                const legend = m.center.find(r => r.type === "Legend");
+                const legend = m.above.find(r => r.type === "Legend");
                 out[side] = [quad.fill_color.value ?? quad.fill_color, quad.hatch_pattern.value ?? quad.hatch_pattern,
                              legend.items[0].label.value];
             }
