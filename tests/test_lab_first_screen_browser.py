@@ -12,7 +12,16 @@ import re
 import time
 
 import pytest
-from app_browser_support import ARTIFACTS, CHROMIUM, DEEP_TEXT, metric_number, wait_for, wait_for_step
+from app_browser_support import (
+    ARTIFACTS,
+    CHROMIUM,
+    DEEP_TEXT,
+    bokeh_model_count,
+    metric_number,
+    wait_for,
+    wait_for_step,
+    wait_title,
+)
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not __import__("os").path.exists(CHROMIUM), reason="needs /usr/bin/chromium")
@@ -69,6 +78,19 @@ def in_view(page, css, height):
     return b is not None and b["y"] >= 0 and b["y"] + b["height"] <= height + 1
 
 
+def legend_places(page) -> set:
+    """Where the legends of the lab's live figures sit: 'above' the plot area, or over it ('center')."""
+    return set(page.evaluate("""() => {
+        const out = [];
+        for (const doc of window.Bokeh.documents)
+            for (const m of doc.all_models)
+                if (m.type === "Figure" && m.name && /^(main|trace|marginal)-|^kl-history$/.test(m.name))
+                    for (const place of ["above", "center", "below", "left", "right"])
+                        for (const r of m[place]) if (r.type === "Legend") out.push(place);
+        return out;
+    }"""))
+
+
 def play_until(page, step):
     page.locator(".play-button button").first.click()
     wait_for_step(page, step, timeout=90)
@@ -101,7 +123,15 @@ def test_the_first_screen_shows_a_naive_sampler_against_its_correction_with_both
     # both verdicts and both histograms against the exact density, whole, on the first screen
     for css in (".verdict.bad", ".verdict.ok", ".marginal-a", ".marginal-b"):
         assert in_view(page, css, height), (css, box(page, css))
+    # every plot's legend in a row above its plot area, where it hides no data (inside, the histogram's covered its
+    # right-hand peak)
+    assert legend_places(page) == {"above"}, legend_places(page)
+    # B's phase plane waits for the first step (until then it is A's: same start, same seed), a note in its place
+    assert bokeh_model_count(page, "main-A") == 1 and bokeh_model_count(page, "main-B") == 0
+    assert "B's phase plane is drawn once the runs step" in text(page, ".phase-later")
     play_until(page, 500)
+    wait_title(page, "main-B", r"B: SGHMC — phase plane")
+    assert page.locator(".phase-later").count() == 0
     wait_for(lambda: "biased" in text(page, "[data-summary='accuracy-a']"), "A's accuracy verdict")
     # B is decided against its noise floor too (SGHMC at ε = 0.1 is biased, ~60× less than A: tests/test_app_model.py)
     assert "its noise floor" in text(page, "[data-summary='accuracy-b']")
@@ -138,6 +168,7 @@ def test_presentation_mode_text_is_projector_sized_and_the_keys_run_the_lab(tab)
         return out;
     }""")
     assert len({k for k, _ in sizes}) == 5 and len(sizes) > 12, sizes
+    assert legend_places(page) == {"above"}, legend_places(page)     # the one-line legends too
     assert min(v for _, v in sizes) >= 18, [s for s in sizes if s[1] < 18]
     # the histograms keep their room beside 18 px text (at 170 px their plot was 80 px under a legend as tall)
     assert min(v for k, v in sizes if k == "histogram height") >= 240, sizes
