@@ -126,9 +126,11 @@ def test_the_first_screen_shows_a_naive_sampler_against_its_correction_with_both
     # every plot's legend in a row above its plot area, where it hides no data (inside, the histogram's covered its
     # right-hand peak)
     assert legend_places(page) == {"above"}, legend_places(page)
-    # B's phase plane waits for the first step (until then it is A's: same start, same seed), a note in its place
-    assert bokeh_model_count(page, "main-A") == 1 and bokeh_model_count(page, "main-B") == 0
-    assert "B's phase plane is drawn once the runs step" in text(page, ".phase-later")
+    # the phase planes wait for the first step (until then both show the same start), a note in their places
+    assert bokeh_model_count(page, "main-A") == 0 and bokeh_model_count(page, "main-B") == 0
+    later = page.locator(".phase-later")
+    notes = [later.nth(i).evaluate(DEEP_TEXT) for i in range(later.count())]
+    assert sorted(notes) == [f"{s}'s phase plane (θ, r) and trace are drawn once the runs step" for s in "AB"], notes
     play_until(page, 500)
     wait_title(page, "main-B", r"B: SGHMC — phase plane")
     assert page.locator(".phase-later").count() == 0
@@ -318,7 +320,7 @@ def test_every_control_is_reached_and_used_from_the_keyboard_and_a_and_b_differ_
         seen.append(page.evaluate(FOCUS_PATH))
     wanted = ["pair-select", "play-button", "step-button", "reset-button", "sampler-select-a", "param-a-eps",
               "speed-input", "chains-input", "seed-input", "v-input", "burn-input", "compare-switch",
-              "present-toggle", "csv-download"]
+              "sampler-b-open", "present-toggle", "csv-download"]
     missing = [w for w in wanted if not any(w in s for s in seen)]
     assert not missing, (missing, seen)
     # and used: Enter on Play plays, Enter again pauses; arrows step a number field
@@ -332,6 +334,14 @@ def test_every_control_is_reached_and_used_from_the_keyboard_and_a_and_b_differ_
     page.keyboard.press("ArrowUp")
     page.keyboard.press("Enter")
     page.wait_for_function("() => window.location.search.includes('seed=2')", timeout=60_000)
+    # sampler B's picker and fields are made when its button is pressed (a page open makes the button alone)
+    assert page.locator(".sampler-select-b").count() == 0
+    assert "Sampler B: SGHMC" in text(page, ".sampler-b-open button")
+    page.locator(".sampler-b-open button").first.focus()
+    page.keyboard.press("Enter")
+    page.locator(".sampler-select-b select").first.wait_for(timeout=60_000)
+    assert page.locator(".sampler-select-b select").first.input_value() == "sghmc"
+    assert page.locator(".param-b-C input").first.input_value() == "3"
     # A and B: Okabe–Ito colours, and told apart without them (B's bars hatched, its KL line dashed, named in
     # every legend with its marker)
     glyphs = page.evaluate("""() => {

@@ -261,8 +261,8 @@ class RunPlots:
         the figures made before these in the same rebuild, by what they show: both runs on one target draw
         the same exact density from the same models (sent to the page once). `trace=False`: a trace under a
         phase plane is made by `add_trace` (it is empty until the run steps, and a sixth of a first screen's
-        models: docs/notes/page-open.md). `phase=False`: so is the phase plane (a second run's: until the runs
-        step it shows what the first run's does, the same start and seed), a note holding its place."""
+        models: docs/notes/page-open.md). `phase=False`: so is the phase plane (a pair's: until the runs step both
+        show the same start, same seed), a note holding its place."""
         self.label, self.log_view, self.lang = label, log_view, lang
         self._run_label = run.label
         self._texts = []      # (model, attribute, English, fields): relabel() words them again
@@ -315,8 +315,8 @@ class RunPlots:
             else:
                 self.phase_note = Div(text="", css_classes=["phase-later"], styles={"font-size": "12px",
                                                                                       "color": "#555"})
-                self._say(self.phase_note, "text", N_("{label}'s phase plane is drawn once the runs step (until then "
-                                                      "it is the same as A's: the same start and seed)"), label=label)
+                self._say(self.phase_note, "text", N_("{label}'s phase plane (θ, r) and trace are drawn once the runs "
+                                                      "step"), label=label)
         if self.main is not None and self.dim >= 2:
             self._finish_main()
 
