@@ -340,7 +340,7 @@ def test_every_control_is_reached_and_used_from_the_keyboard_and_a_and_b_differ_
     page.locator(".sampler-b-open button").first.focus()
     page.keyboard.press("Enter")
     page.locator(".sampler-select-b select").first.wait_for(timeout=60_000)
-    assert page.locator(".sampler-select-b select").first.input_value() == "sghmc"
+    assert page.locator(".sampler-select-b select").first.input_value() == "SGHMC (sghmc)"
     assert page.locator(".param-b-C input").first.input_value() == "3"
     # A and B: Okabe–Ito colours, and told apart without them (B's bars hatched, its KL line dashed, named in
     # every legend with its marker)
