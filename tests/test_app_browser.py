@@ -144,7 +144,7 @@ def test_change_potential_and_sampler_then_play_updates_histogram_and_metrics(la
     p = lab()
     page = p.page
     page.locator("select").first.select_option(label="double-well")
-    wait_title(page, "main-A", r"phase plane")
+    wait_title(page, "marginal-A-0", r"marginal of θ")     # a pair: its phase planes wait for the first step
     select(page, ".sampler-select-a", "SGLD (sgld)")
     wait_text(page.locator("[data-metric='residual-a']").first, r"✓")
     # SGLD on a 1-D target has no momentum: the trace is the main plot
@@ -196,7 +196,7 @@ def test_invalid_expression_shows_the_parser_error_and_blocks_the_run(lab):
     wait_text(page.locator(".expr-status").first, "valid")
     page.wait_for_function("() => decodeURIComponent(window.location.search).includes('0.3*x')",
                            timeout=90_000)      # written once the typed U is built: slow under CI's load
-    wait_title(page, "main-A", r"phase plane")
+    wait_title(page, "marginal-A-0", r"marginal of θ")     # a pair: its phase planes wait for the first step
     wait_enabled(play_button(page))
     assert not p.errors, p.errors
 
@@ -552,7 +552,7 @@ def test_the_typed_potential_option_applies_its_prefilled_u_and_accepts_expr_pre
     page = p.page
     page.locator("select").first.select_option(label="type U(x) or U(x, y)…")
     page.wait_for_function("() => decodeURIComponent(window.location.search).includes('expr:x^4')")
-    wait_title(page, "main-A", r"phase plane")
+    wait_title(page, "marginal-A-0", r"marginal of θ")     # a pair: its phase planes wait for the first step
     wait_enabled(play_button(page))
     assert "empty" not in deep_text(page.locator(".expr-status").first)
     assert not page.locator(".lab-blocked").first.is_visible()

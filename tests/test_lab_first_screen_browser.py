@@ -12,7 +12,16 @@ import re
 import time
 
 import pytest
-from app_browser_support import ARTIFACTS, CHROMIUM, DEEP_TEXT, metric_number, wait_for, wait_for_step
+from app_browser_support import (
+    ARTIFACTS,
+    CHROMIUM,
+    DEEP_TEXT,
+    bokeh_model_count,
+    metric_number,
+    wait_for,
+    wait_for_step,
+    wait_title,
+)
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 pytestmark = pytest.mark.skipif(not __import__("os").path.exists(CHROMIUM), reason="needs /usr/bin/chromium")
@@ -69,6 +78,19 @@ def in_view(page, css, height):
     return b is not None and b["y"] >= 0 and b["y"] + b["height"] <= height + 1
 
 
+def legend_places(page) -> set:
+    """Where the legends of the lab's live figures sit: 'above' the plot area, or over it ('center')."""
+    return set(page.evaluate("""() => {
+        const out = [];
+        for (const doc of window.Bokeh.documents)
+            for (const m of doc.all_models)
+                if (m.type === "Figure" && m.name && /^(main|trace|marginal)-|^kl-history$/.test(m.name))
+                    for (const place of ["above", "center", "below", "left", "right"])
+                        for (const r of m[place]) if (r.type === "Legend") out.push(place);
+        return out;
+    }"""))
+
+
 def play_until(page, step):
     page.locator(".play-button button").first.click()
     wait_for_step(page, step, timeout=90)
@@ -101,7 +123,17 @@ def test_the_first_screen_shows_a_naive_sampler_against_its_correction_with_both
     # both verdicts and both histograms against the exact density, whole, on the first screen
     for css in (".verdict.bad", ".verdict.ok", ".marginal-a", ".marginal-b"):
         assert in_view(page, css, height), (css, box(page, css))
+    # every plot's legend in a row above its plot area, where it hides no data (inside, the histogram's covered its
+    # right-hand peak)
+    assert legend_places(page) == {"above"}, legend_places(page)
+    # the phase planes wait for the first step (until then both show the same start), a note in their places
+    assert bokeh_model_count(page, "main-A") == 0 and bokeh_model_count(page, "main-B") == 0
+    later = page.locator(".phase-later")
+    notes = [later.nth(i).evaluate(DEEP_TEXT) for i in range(later.count())]
+    assert sorted(notes) == [f"{s}'s phase plane (θ, r) and trace are drawn once the runs step" for s in "AB"], notes
     play_until(page, 500)
+    wait_title(page, "main-B", r"B: SGHMC — phase plane")
+    assert page.locator(".phase-later").count() == 0
     wait_for(lambda: "biased" in text(page, "[data-summary='accuracy-a']"), "A's accuracy verdict")
     # B is decided against its noise floor too (SGHMC at ε = 0.1 is biased, ~60× less than A: tests/test_app_model.py)
     assert "its noise floor" in text(page, "[data-summary='accuracy-b']")
@@ -131,12 +163,14 @@ def test_presentation_mode_text_is_projector_sized_and_the_keys_run_the_lab(tab)
                     out.push(["ticks", px(a.major_label_text_font_size)]);
                     out.push(["axis label", px(a.axis_label_text_font_size)]);
                 }
-                for (const r of m.center) if (r.type === "Legend") out.push(["legend", px(r.label_text_font_size)]);
+                for (const r of [...m.above, ...m.center]) if (r.type === "Legend")
+                    out.push(["legend", px(r.label_text_font_size)]);
                 if (m.name.startsWith("marginal-")) out.push(["histogram height", m.height]);
             }
         return out;
     }""")
     assert len({k for k, _ in sizes}) == 5 and len(sizes) > 12, sizes
+    assert legend_places(page) == {"above"}, legend_places(page)     # the one-line legends too
     assert min(v for _, v in sizes) >= 18, [s for s in sizes if s[1] < 18]
     # the histograms keep their room beside 18 px text (at 170 px their plot was 80 px under a legend as tall)
     assert min(v for k, v in sizes if k == "histogram height") >= 240, sizes
@@ -286,7 +320,7 @@ def test_every_control_is_reached_and_used_from_the_keyboard_and_a_and_b_differ_
         seen.append(page.evaluate(FOCUS_PATH))
     wanted = ["pair-select", "play-button", "step-button", "reset-button", "sampler-select-a", "param-a-eps",
               "speed-input", "chains-input", "seed-input", "v-input", "burn-input", "compare-switch",
-              "present-toggle", "csv-download"]
+              "sampler-b-open", "present-toggle", "csv-download"]
     missing = [w for w in wanted if not any(w in s for s in seen)]
     assert not missing, (missing, seen)
     # and used: Enter on Play plays, Enter again pauses; arrows step a number field
@@ -300,6 +334,14 @@ def test_every_control_is_reached_and_used_from_the_keyboard_and_a_and_b_differ_
     page.keyboard.press("ArrowUp")
     page.keyboard.press("Enter")
     page.wait_for_function("() => window.location.search.includes('seed=2')", timeout=60_000)
+    # sampler B's picker and fields are made when its button is pressed (a page open makes the button alone)
+    assert page.locator(".sampler-select-b").count() == 0
+    assert "Sampler B: SGHMC" in text(page, ".sampler-b-open button")
+    page.locator(".sampler-b-open button").first.focus()
+    page.keyboard.press("Enter")
+    page.locator(".sampler-select-b select").first.wait_for(timeout=60_000)
+    assert page.locator(".sampler-select-b select").first.input_value() == "SGHMC (sghmc)"
+    assert page.locator(".param-b-C input").first.input_value() == "3"
     # A and B: Okabe–Ito colours, and told apart without them (B's bars hatched, its KL line dashed, named in
     # every legend with its marker)
     glyphs = page.evaluate("""() => {
@@ -308,7 +350,7 @@ def test_every_control_is_reached_and_used_from_the_keyboard_and_a_and_b_differ_
             if (m.type === "Figure" && /^marginal-[AB]-0$/.test(m.name)) {
                 const side = m.name[9];
                 const quad = m.renderers.map(r => r.glyph).find(g => g && g.type === "Quad");
-                const legend = m.center.find(r => r.type === "Legend");
+                const legend = m.above.find(r => r.type === "Legend");
                 out[side] = [quad.fill_color.value ?? quad.fill_color, quad.hatch_pattern.value ?? quad.hatch_pattern,
                              legend.items[0].label.value];
             }

@@ -19,6 +19,7 @@ from samplers.registry import REGISTRY
 from samplers.targets.potential import PotentialError
 from samplers.targets.presets import parse_box
 
+from ..model.autoeps import wants_auto
 from ..model.config import refusal
 from ..model.design import DESIGN
 from ..model.i18n import DEFAULT_LANG, LANGS, N_, tr, tr_message
@@ -479,7 +480,7 @@ class SamplerPicker(Viewer):
 
     lang = LANG
 
-    def __init__(self, lab: Lab, side: str = "A", **params):
+    def __init__(self, lab: Lab, side: str = "A", fields_folded: bool | None = None, **params):
         super().__init__(**params)
         self.lab, self.cfg, self.side = lab, lab.config, side
         self.key = "sampler" if side == "A" else "sampler_b"
@@ -488,7 +489,8 @@ class SamplerPicker(Viewer):
                                         stylesheets=[HEADING_LABEL])
         self.doc = pn.pane.HTML(pn.bind(describe_sampler, self.cfg.param[self.key], self.param.lang),
                                 sizing_mode="stretch_width", margin=(0, 10))
-        self.fields = ParamFields(lab, side, folded=side == "B", lang=self.lang)
+        self.fields = ParamFields(lab, side, folded=side == "B" if fields_folded is None else fields_folded,
+                                  lang=self.lang)
         self._words()
         # a new sampler A starts from its own recipe and parameters: one update of several settings
         self.select.param.watch(self._on_select, "value")
@@ -654,11 +656,16 @@ class CompareControls(Viewer):
         self._follow_pair()
         self.cfg.param.watch(self._follow_pair, ["compare", "sampler", "sampler_b", "params", "params_b", "potential",
                                                  "V", "D", "Q", "naive", "log_view", "batch", "start"])
-        # sampler B's picker is a tenth of the page's models: built when comparing first shows it
+        # sampler B's picker and fields are a tenth of a first screen's page-open cost, below the fold, and the pair
+        # picker heading the plots sets both samplers: a button names B and makes them on a click (at once where
+        # B's eps is auto: its ladder runs from there)
         self.picker_b = None
+        self.open_b = pn.widgets.Button(button_type="light", sizing_mode="stretch_width", margin=(0, 10),
+                                        css_classes=["sampler-b-open"])
+        self.open_b.on_click(self._open_b)
         self.body = pn.Column(visible=self.cfg.param.compare, sizing_mode="stretch_width")
         self._show_b()
-        self.cfg.param.watch(self._show_b, "compare")
+        self.cfg.param.watch(self._show_b, ["compare", "sampler_b", "params_b"])
         self._words()
         self.param.watch(self._words, "lang")
 
@@ -673,10 +680,27 @@ class CompareControls(Viewer):
         self.heading.object = f"<b>{tr('Compare two samplers', self.lang)}</b>"
         if self.picker_b is not None:
             self.picker_b.lang = self.lang
+        self._name_b()
+
+    def _name_b(self) -> None:
+        name = self.cfg.sampler_b
+        label = (tr("Your design (H, D, Q)", self.lang) if name == DESIGN
+                 else tr_message(sampler_label(name), self.lang) if name in REGISTRY else name)
+        self.open_b.name = tr("Sampler B: {sampler}; change it or its parameters…", self.lang, sampler=label)
 
     def _show_b(self, *_):
-        if self.picker_b is None and self.cfg.compare:
-            self.picker_b = SamplerPicker(self.lab, "B", lang=self.lang)
+        if self.picker_b is not None or not self.cfg.compare:
+            return
+        if wants_auto(self.cfg.params_b):
+            self._open_b(fields_folded=True)
+        else:
+            self._name_b()
+            if not self.body.objects:
+                self.body.objects = [self.open_b]
+
+    def _open_b(self, *_, fields_folded: bool = False):
+        if self.picker_b is None:
+            self.picker_b = SamplerPicker(self.lab, "B", fields_folded=fields_folded, lang=self.lang)
             self.body.objects = [self.picker_b]
 
     def _matches(self, pair) -> bool:

@@ -498,8 +498,11 @@ class LabView(Viewer):
         # the browser before Panel (which sends new models on the next tick) has sent the models
         shared = {}      # both runs on one target draw its exact density from the same models
         stepping = lab.playing or any(run.t for run in lab.runs)
+        # a pair's phase planes, like the traces, wait for the first step: until then both show the same start
+        # (same seed), and the histograms are what tells the two laws apart (a lone run's is its main picture)
+        alone = len(lab.runs) == 1
         self.plots = [RunPlots(run, side, run.label, log_view, self.presenting, shared, trace=stepping,
-                                   lang=self.lang)
+                               phase=stepping or alone, lang=self.lang)
                       for run, side in zip(lab.runs, lab.sides)]
         lighten([f for p in self.plots for f in p.figures])
         for p, side in zip(self.plots, lab.sides):
@@ -518,7 +521,8 @@ class LabView(Viewer):
                 self._make_kl()
 
     # The KL history and a phase plane's trace are empty until a run has stepped, and a good part of a page open's
-    # models: they are built when Play is pressed or a paused run steps, never inside a frame (a frame's stream
+    # models (so are a pair's phase planes, both the same start until then): they are built when Play is pressed or
+    # a paused run steps, never inside a frame (a frame's stream
     # into their sources could reach the page before their models: "reference … isn't known").
     def _make_kl(self) -> None:
         if any([p.add_trace(self.presenting) for p in self.plots]):
@@ -536,7 +540,7 @@ class LabView(Viewer):
         """Whether the KL history is there to update; a paused step builds it (False in that call: its models
         reach the browser after it)."""
         had = self.kl is not None
-        missing = not had or any(p.trace is None and p.shows_trace for p in self.plots)
+        missing = not had or any((p.trace is None and p.shows_trace) or p.phase_missing for p in self.plots)
         if missing and not self.loop.in_frame and any(run.t for run in self.lab.runs):
             self._make_kl()
         return had

@@ -343,7 +343,9 @@ class LessonDemo(Viewer):
         """The figures the demo shows, by the names the lessons' front matter gives them."""
         kinds = []
         for p in self.view.plots if self.view is not None else []:
-            if p.main is not None:
+            if p.phase_missing:               # a pair's phase planes are drawn at the first step
+                kinds.append("phase plane")
+            elif p.main is not None:
                 kinds.append("phase plane" if "phase plane" in p.main.title.text else "density")
             if p.shows_trace:
                 kinds.append("trace")

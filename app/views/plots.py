@@ -33,6 +33,7 @@ from bokeh.models import (
     ColumnDataSource,
     CustomJS,
     CustomJSTicker,
+    Div,
     GlyphRenderer,
     Image,
     IndexFilter,
@@ -74,7 +75,7 @@ PATH_ROLLOVER = 150
 TRACE_ROLLOVER = 600
 TRACE_AHEAD = 150   # steps of room ahead of the trace: its axis moves only when the trace reaches the end
 MAIN_HEIGHT = 340
-MARGINAL_HEIGHT = 170
+MARGINAL_HEIGHT = 190        # with its legend's row above the plot area (170 when the legend sat inside)
 MARGINAL_HEIGHT_PRESENT = 250
 LIVE = "overlay"   # the level of renderers whose data change every frame (see the module docstring)
 # drawing the points is the costliest part of a frame in the browser: filled squares, no outline (an
@@ -156,8 +157,8 @@ def tool_words(figs, lang: str) -> None:
 
 def text_size(figs, present: bool) -> None:
     """Titles, tick labels, axis labels and legends at the normal or the presentation sizes (TEXT_SIZES). With
-    projector-sized text a histogram keeps its room: taller, fewer ticks, its legend on one line above the bars
-    (at 170 px its 18 px text left 80 px of plot under a legend as tall)."""
+    projector-sized text a histogram keeps its room: taller, fewer ticks (its legend is a row above the plot area
+    at either size; inside, at 170 px, its 18 px text left 80 px of plot under a legend as tall)."""
     size = TEXT_SIZES[bool(present)]
     for f in figs:
         f.title.text_font_size = size["title"]
@@ -168,6 +169,8 @@ def text_size(figs, present: bool) -> None:
                 axis.ticker.desired_num_ticks = 4 if present else 6
         for legend in f.legend:
             legend.label_text_font_size = size["legend"]
+            if legend in f.above:       # one row over the plot area at either size
+                continue
             legend.orientation = "horizontal" if present else "vertical"
             legend.padding, legend.spacing = (4, 12) if present else (10, 3)
         if (f.name or "").startswith("marginal-"):
@@ -208,24 +211,26 @@ def browser_only(*ranges):
         r.syncable = False
 
 
-def add_legend(fig, entries, location, click_hide=False):
+def add_legend(fig, entries, location, click_hide=False, place="center"):
     """A legend of (label, live renderer, stand-in) entries, the stand-in drawn in the legend.
 
     BokehJS rebuilds a legend's DOM whenever a model reachable from its items changes, such as the
     data source of a live renderer, every frame; a stand-in is a renderer styled like the live one
     with a single NaN row (drawn in the legend, nowhere on the plot; None: the renderer is static and
     shows itself). A click on an entry hides its stand-in and, through a callback on the legend (not
-    on the items, so it adds nothing they reach), the live renderer with it."""
+    on the items, so it adds nothing they reach), the live renderer with it. `place="above"`: one row over the
+    plot area, where it hides no data (inside, a histogram's legend covered its right-hand peak)."""
     items = [LegendItem(label=label, renderers=[stand_in or live]) for label, live, stand_in in entries]
+    outside = dict(orientation="horizontal", margin=0, padding=0, spacing=12) if place == "above" else {}
     legend = Legend(items=items, location=location, label_text_font_size="8pt", background_fill_alpha=0.6,
-                    click_policy="hide" if click_hide else "none")
+                    click_policy="hide" if click_hide else "none", **outside)
     if click_hide:
         pairs = [(stand_in, live) for _, live, stand_in in entries if stand_in is not None]
         legend.js_on_event("legend_item_click", CustomJS(
             args=dict(stand_ins=[s for s, _ in pairs], lives=[lv for _, lv in pairs]),
             code="const i = stand_ins.indexOf(cb_obj.item.renderers[0]);"
                  "if (i >= 0) lives[i].visible = !lives[i].visible;"))
-    fig.add_layout(legend)
+    fig.add_layout(legend, place)
     return legend
 
 
@@ -251,13 +256,15 @@ class RunPlots:
                 _r_box(side) if run.dim == 1 and run.has_momentum else None)
 
     def __init__(self, run: LiveRun, side, label: str, log_view: bool = False, present: bool = False,
-                 shared: dict | None = None, trace: bool = True, lang: str = DEFAULT_LANG):
+                 shared: dict | None = None, trace: bool = True, phase: bool = True, lang: str = DEFAULT_LANG):
         """`shared`: the static models (the exact density, its marginals' curves, the legends' stand-ins) of
         the figures made before these in the same rebuild, by what they show: both runs on one target draw
         the same exact density from the same models (sent to the page once). `trace=False`: a trace under a
         phase plane is made by `add_trace` (it is empty until the run steps, and a sixth of a first screen's
-        models: docs/notes/page-open.md)."""
+        models: docs/notes/page-open.md). `phase=False`: so is the phase plane (a pair's: until the runs step both
+        show the same start, same seed), a note holding its place."""
         self.label, self.log_view, self.lang = label, log_view, lang
+        self._run_label = run.label
         self._texts = []      # (model, attribute, English, fields): relabel() words them again
         self._shared = {} if shared is None else shared
         self.key = self.structure(run, side, log_view)
@@ -297,25 +304,25 @@ class RunPlots:
             for k in range(K):
                 add_glyph(self.main, Line(x=f"x{k}", y=f"y{k}", line_color=PATH_COLORS[k % 6], line_width=1.5,
                                       line_alpha=0.9), self.paths, LIVE)
-        elif self.has_momentum:
+        self._phase, self.phase_note = None, None
+        if self.has_momentum and self.dim == 1:
             M = float(side.sampler.params.get("M", 1.0) or 1.0)
             rbox = _r_box(side)
-            self.main = new_figure(f"{self.title} — phase plane (θ, r)", MAIN_HEIGHT, x_range=Range1d(*pot.box[0]),
-                             y_range=Range1d(*rbox), x_axis_label="θ", y_axis_label="r")
-            self._say(self.main.title, "text", N_("{title} — phase plane (θ, r)"))
-            _density_image(self.main, self._static(("phase", pot.name, _box(pot), rbox, M),
-                                                   lambda: _density_sources(*phase_density(pot, rbox, M))))
-            for k in range(K):
-                add_glyph(self.main, Line(x=f"x{k}", y=f"r{k}", line_color=PATH_COLORS[k % 6], line_width=1.5),
-                      self.paths, LIVE)
-        if self.main is not None:
-            self._add_ensemble(K)
-            self.main.name = f"main-{run.label}"
-            self.figures.append(self.main)
+            # the phase plane's ranges, made now: its paths are masked to them before it is drawn (see _in_view)
+            self._phase = (pot, M, rbox, Range1d(*pot.box[0]), Range1d(*rbox))
+            if phase:
+                self._make_phase()
+            else:
+                self.phase_note = Div(text="", css_classes=["phase-later"], styles={"font-size": "12px",
+                                                                                      "color": "#555"})
+                self._say(self.phase_note, "text", N_("{label}'s phase plane (θ, r) and trace are drawn once the runs "
+                                                      "step"), label=label)
+        if self.main is not None and self.dim >= 2:
+            self._finish_main()
 
         self.trace, self.column = None, None
-        self._run_label, self._box0 = run.label, pot.box[0]
-        if self.dim == 1 and (trace or self.main is None):
+        self._box0 = pot.box[0]
+        if self.dim == 1 and (trace or (self.main is None and self._phase is None)):
             self._make_trace()
 
         self.marginals, self.log_hist = [], None
@@ -363,6 +370,30 @@ class RunPlots:
         """A 1-D run shows its trace (under a phase plane, once the run steps)."""
         return self.dim == 1
 
+    def _make_phase(self):
+        """The (θ, r) phase plane of a 1-D run with momentum: exp(−H) under the ensemble and the highlighted
+        chains."""
+        pot, M, rbox, x_range, y_range = self._phase
+        self.main = new_figure(f"{self.title} — phase plane (θ, r)", MAIN_HEIGHT, x_range=x_range, y_range=y_range,
+                               x_axis_label="θ", y_axis_label="r")
+        self._say(self.main.title, "text", N_("{title} — phase plane (θ, r)"))
+        _density_image(self.main, self._static(("phase", pot.name, _box(pot), rbox, M),
+                                               lambda: _density_sources(*phase_density(pot, rbox, M))))
+        for k in range(self.K):
+            add_glyph(self.main, Line(x=f"x{k}", y=f"r{k}", line_color=PATH_COLORS[k % 6], line_width=1.5),
+                      self.paths, LIVE)
+        self._finish_main()
+
+    def _finish_main(self):
+        self._add_ensemble(self.K)
+        self.main.name = f"main-{self._run_label}"
+        self.figures.append(self.main)
+
+    @property
+    def phase_missing(self) -> bool:
+        """A phase plane still to be made (`phase=False`)."""
+        return self._phase is not None and self.main is None
+
     def _make_trace(self):
         self.trace = new_figure(f"{self.title} — trace of θ" if self.main is None else "trace of θ",
                                 MAIN_HEIGHT if self.main is None else 180, y_range=Range1d(*self._box0),
@@ -378,16 +409,25 @@ class RunPlots:
         self._scroll_trace(self.trace_paths.data["t"][-1] if len(self.trace_paths.data["t"]) else 0)
 
     def add_trace(self, present: bool = False) -> bool:
-        """The trace under the phase plane, added to the figures on the page (outside a frame: its models must
-        reach the page before a frame streams into them). False: there was nothing to add."""
-        if self.trace is not None or not self.shows_trace:
+        """The phase plane if it waits (`phase=False`) and the trace under it, added to the figures on the page
+        (outside a frame: their models must reach the page before a frame streams into them). False: there was
+        nothing to add."""
+        new = []
+        if self.phase_missing:
+            self._make_phase()
+            new.append(self.main)
+        if self.trace is None and self.shows_trace:
+            self._make_trace()
+            new.append(self.trace)
+        if not new:
             return False
-        self._make_trace()
         self.relabel(self.lang)
-        lighten([self.trace])
-        text_size([self.trace], present)
+        lighten(new)
+        text_size(new, present)
         if self.column is not None:
-            self.column.children = [*self.column.children, self.trace]
+            kept = [c for c in self.column.children if c is not self.phase_note]
+            self.column.children = [*kept, *new]
+            self.phase_note = None
         return True
 
     def _static(self, key, make):
@@ -406,7 +446,7 @@ class RunPlots:
                                    ("highlighted chains", highlighted,
                                     add_glyph(main, Scatter(fill_color=PATH_COLORS[0], **HIGHLIGHT_STYLE),
                                               self.blank))],
-                            "top_left", click_hide=True)
+                            "top_right", click_hide=True, place="above")
         self._say(legend.items[0], "label", N_("ensemble"))
         self._say(legend.items[1], "label", N_("highlighted chains"))
 
@@ -462,7 +502,7 @@ class RunPlots:
         if exact is not None:
             line = Line(line_color="black", line_width=2)
             entries.append(("exact", add_glyph(fig, line, exact, LIVE), None))
-        legend = add_legend(fig, entries, location)
+        legend = add_legend(fig, entries, location, place="above")
         self._say(legend.items[0], "label", N_("{mark} {label} samples"), mark=RUN_MARKS.get(self.label, ""),
                   label=self.label)
         if exact is not None:
@@ -479,7 +519,8 @@ class RunPlots:
     # -- layout ---------------------------------------------------------------------
     def layout(self):
         # styles on the column itself: Panel's FlexBox lays out this column, not a wrapper
-        self.column = column(*self.figures, sizing_mode="stretch_width")
+        note = [self.phase_note] if self.phase_note is not None else []
+        self.column = column(*self.figures, *note, sizing_mode="stretch_width")
         return pn.Column(pn.pane.Bokeh(self.column, sizing_mode="stretch_width"),
                          self.metrics, sizing_mode="stretch_width", styles={"flex": "1 1 400px", "min-width": "0"})
 
@@ -568,6 +609,8 @@ class RunPlots:
         The live layer is BokehJS's overlay level, which is not clipped to the plot frame: a point outside
         would be drawn over the axes and title. Coordinates are masked one by one because θ also feeds
         the 1-D trace, whose θ range is the same box as the main plot's."""
+        if self.main is None and self._phase is not None:       # a phase plane not drawn yet: its ranges
+            return _mask_outside(x, self._phase[3]), (None if y is None else _mask_outside(y, self._phase[4]))
         fig = self.main or self.trace
         x = _mask_outside(x, fig.x_range if self.main is not None else fig.y_range)
         return x, (None if y is None or self.main is None else _mask_outside(y, fig.y_range))
@@ -692,7 +735,7 @@ class KLHistory:
         # fixed ranges set from the data streamed (an auto range over no data yet, or over the legend's NaN
         # stand-ins, has Bokeh warn "could not set initial ranges" and "could not determine minimum data value
         # for log axis" in the console at every redraw)
-        self.fig = new_figure("KL to the exact density (log scale)", 200, y_axis_type="log", x_axis_label="step",
+        self.fig = new_figure("KL to the exact density (log scale)", 220, y_axis_type="log", x_axis_label="step",
                               y_axis_label="KL", x_range=Range1d(0, 1), y_range=Range1d(1e-3, 1))
         self.fig.name = "kl-history"
         self.fig.yaxis.ticker = CustomJSTicker(major_code=LOG_TICKS_JS)
@@ -706,7 +749,7 @@ class KLHistory:
             entries.append((label, add_glyph(self.fig, Line(x="t", y="kl", **style), src),
                             add_glyph(self.fig, Line(**style), blank)))
             self.sources.append(src)
-        self.legend = add_legend(self.fig, entries, "top_right")
+        self.legend = add_legend(self.fig, entries, "top_right", place="above")
         lighten([self.fig])
         self.relabel(lang)
         self.reset(labels)
