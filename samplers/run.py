@@ -149,6 +149,7 @@ class Ensemble:
         self.guard = DivergenceGuard(n, bound)
         self.stats = RunStats()
         self.t = 0
+        self._stepper = self._stepper_key = None   # see `stepper`
 
     @property
     def theta(self) -> np.ndarray:
@@ -166,7 +167,7 @@ class Ensemble:
         return self.guard.n_diverged
 
     def advance(self, steps: int = 1) -> np.ndarray:
-        step = self.sampler.engine_step if self.engine else self.sampler.stepper(self.dtype)
+        step = self.sampler.engine_step if self.engine else self.stepper()
         steps = int(steps)
         if len(self.blocks) > 1:
             return self._advance_blocks(step, steps)
@@ -188,6 +189,19 @@ class Ensemble:
                 self.z = guard.apply_rows(every, self.z, new, guard.step)
                 guard.step += 1
         return self.z
+
+    def stepper(self):
+        """The sampler's `stepper` for this state's dtype (fixed for the ensemble), prepared once and kept across
+        `advance` calls while the sampler and its `stepper_key` are what they were: the lab advances a run a step
+        at a time, and preparing costs ~15 us a call (docs/notes/throughput.md)."""
+        key = (self.sampler, self.sampler.stepper_key())
+        try:
+            same = key == self._stepper_key
+        except ValueError:   # a parameter set to an array (not one `coerce` gives): compared as changed
+            same = False
+        if not same:
+            self._stepper, self._stepper_key = self.sampler.stepper(self.dtype), key
+        return self._stepper
 
     @contextmanager
     def drawing_ahead(self, steps: int):

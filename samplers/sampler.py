@@ -362,6 +362,15 @@ class Sampler:
         """Whether chain blocks may step apart, on threads: the spec says so and the oracle keeps no state."""
         return self.spec.blockwise and getattr(self.oracle, "blockwise", False)
 
+    def stepper_key(self) -> tuple:
+        """What `stepper` and the specs' `prepare` read, as it is now: a stepper made when the key was equal steps
+        the same. The spec, the oracle and its potential by identity (a prepared step holds the potential's `grad`
+        and the oracle's noise scale and V, which are fixed once the oracle is made: the ladder makes another); the
+        parameters by value, as they are edited in place (stepsize.fit_eps, refsample); `_edited` for `fast_ok`.
+        `Ensemble` compares it before each `advance` to keep its stepper."""
+        oracle = self.oracle
+        return (self.spec, oracle, getattr(oracle, "potential", None), self._edited, tuple(self.params.items()))
+
     def stepper(self, dtype=np.float64) -> Callable:
         """`step` for a run of steps with these parameters on a state of `dtype`: the fast path itself where
         `step` would take it at every step (nothing resampled), without `step`'s checks each time, and prepared

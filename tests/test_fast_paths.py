@@ -343,6 +343,119 @@ def test_the_prepared_comparison_can_fail(make_sampler, monkeypatch):
     assert not np.allclose(ens.advance(12), ref)
 
 
+# -- the prepared step kept across `advance` calls while nothing it was made from changes (issue 28) ----------
+def counting_prepares(s):
+    """s with its spec's `prepare` wrapped to count its calls (a stub: no timing)."""
+    import dataclasses
+    calls = []
+
+    def prepare(*args):
+        calls.append(args[1:])
+        return prepare_of(*args)
+    prepare_of = s.spec.prepare
+    s.spec = dataclasses.replace(s.spec, prepare=prepare)
+    return calls
+
+
+@pytest.mark.parametrize("blocks", [1, 2])
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_an_ensemble_prepares_its_step_once(dtype, blocks, make_sampler):
+    """Five advance(1) and an advance(3) prepare the step once; an edit of eps prepares it again, once."""
+    s = make_sampler("sghmc", "banana", V=1.0)
+    calls = counting_prepares(s)
+    ens = Ensemble(s, 200, seed=4, blocks=blocks, dtype=dtype)
+    for _ in range(5):
+        ens.advance(1)
+    ens.advance(3)
+    assert calls == [(np.dtype(dtype), 0.05)]
+    s.params["eps"] = 0.02
+    ens.advance(1)
+    ens.advance(2)
+    assert calls == [(np.dtype(dtype), 0.05), (np.dtype(dtype), 0.02)]
+
+
+def stepped(ens0, segments):
+    """The reference for a run whose sampler changes between `advance` calls: `Sampler.step` of a sampler built
+    afresh for each segment (nothing kept from one step to the next), on ens0's stream and guard."""
+    z, rng, guard, t = ens0.z.copy(order="K"), ens0._streams[0], ens0.guard, 0
+    for s, steps in segments:
+        for _ in range(steps):
+            t += 1
+            z = guard.apply(z, s.step(z, rng, t)[0].astype(ens0.dtype, copy=False))
+    return z
+
+
+def _set(**params):
+    def edit(ens, s):
+        s.params.update(params)   # in place, as stepsize.fit_eps and refsample edit eps
+    return edit
+
+
+def _oracle(V):
+    def edit(ens, s):
+        from samplers.gradients import SimulatedNoise
+        s.oracle = SimulatedNoise(s.potential, V)   # as the ladder's rungs get theirs
+    return edit
+
+
+def _sampler(**params):
+    def edit(ens, s):
+        ens.sampler = type(s)(s.spec, s.potential, s.oracle, **{**s.params, **params})
+    return edit
+
+
+EDITS = [("sghmc", {}, {"eps": 0.02}, _set(eps=0.02)), ("sgld", {}, {"Bhat": 0.3}, _set(Bhat=0.3)),
+         ("sghmc", {}, {"beta": 0.5, "M": 2.0}, _set(beta=0.5, M=2.0)), ("sgnht", {}, {"A": 2.0}, _set(A=2.0)),
+         ("sghmc", {}, {"integrator": "splitting"}, _set(integrator="splitting")),
+         ("sgld", {}, {"eps_c": 0.5, "eps_b": 3.0}, _set(eps_c=0.5, eps_b=3.0)),
+         ("sghmc", {"integrator": "splitting"}, {"integrator": "euler"}, _set(integrator="euler")),
+         ("sghmc-naive", {"resample_every": 0}, {"V": 2.0}, _oracle(2.0)),
+         ("sgnht", {}, {"eps": 0.01, "A": 0.5}, _sampler(eps=0.01, A=0.5))]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name, before, after, edit", EDITS,
+                         ids=["eps", "Bhat", "beta-M", "A", "to-splitting", "to-scheduled", "to-euler", "oracle",
+                              "sampler"])
+def test_an_edit_between_advances_is_the_fresh_run(name, before, after, edit, dtype, make_sampler):
+    """A parameter edited in place, another oracle or another sampler between two `advance` calls: the run is,
+    bit for bit, samplers built afresh with the old then the new parameters stepped by `step`, in both
+    precisions; and two ensembles of the two precisions sharing a sampler, advanced in turn, each its own run."""
+    after = dict(after)   # the case's own dict is shared by both precisions
+    V = after.pop("V", 1.0)
+    s = make_sampler(name, "banana", V=1.0, **before)
+    ens, ref = (Ensemble(s, 200, seed=4, blocks=1, dtype=dtype) for _ in range(2))
+    other_dtype = "float32" if dtype == "float64" else "float64"
+    other, other_ref = (Ensemble(s, 200, seed=5, blocks=1, dtype=other_dtype) for _ in range(2))
+    ens.advance(3)
+    other.advance(3)
+    ens.advance(2)
+    edit(ens, s)
+    ens.advance(1)
+    ens.advance(4)
+    fresh = [(make_sampler(name, "banana", V=1.0, **before), 5),
+             (make_sampler(name, "banana", V=V, **{**before, **after}), 5)]
+    assert np.array_equal(ens.z, stepped(ref, fresh))
+    if edit.__qualname__.startswith("_sampler"):
+        return
+    other.advance(2)
+    assert np.array_equal(other.z, stepped(other_ref, [(make_sampler(name, "banana", V=1.0, **before), 3),
+                                                        (make_sampler(name, "banana", V=V, **{**before, **after}), 2)]))
+
+
+def test_the_edit_comparison_can_fail(make_sampler, monkeypatch):
+    """Power: an ensemble that keeps its stepper whatever changes (its key made constant) misses the edited run."""
+    from samplers.sampler import Sampler
+    monkeypatch.setattr(Sampler, "stepper_key", lambda self: ())
+    s = make_sampler("sghmc", "banana", V=1.0)
+    ens, ref = (Ensemble(s, 200, seed=4, blocks=1) for _ in range(2))
+    ens.advance(5)
+    s.params["eps"] = 0.02
+    ens.advance(5)
+    fresh = [(make_sampler("sghmc", "banana", V=1.0), 5), (make_sampler("sghmc", "banana", V=1.0, eps=0.02), 5)]
+    assert not np.allclose(ens.z, stepped(ref, fresh))
+
+
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_a_coefficient_as_a_0d_array_is_the_python_float(dtype):
     """`common.constants`: a 0-d array of the state's dtype gives the bits of the Python float it stands for
