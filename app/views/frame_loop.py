@@ -24,6 +24,13 @@ session several frames' worth of the server), then the frames themselves, down t
 Past that the loop is full and every session gets an equal share of it, as before. Slowing down early leaves the loop
 room for what a student waits on (a page open, a click), and a frame costs the same at any rate, so each second of
 the loop serves more sessions at 10 updates/s than it serves at 25 (issue 28: 80 sessions at 10 updates/s on 2 cores).
+
+A page open is about a dozen turns of the event loop (the page, its websocket, the figures, the first frame), and
+each turn waited behind a round of the frames then due: 80 sessions playing on 2 cores opened a page in 3.4 s (p95).
+So while a page of this process opens (from its session's creation to its first frame: `opening`), a frame that is
+not overdue by a period or more waits one period instead of running; one that is runs, so a frame waits at most
+once and the sessions playing lose at most half their rate while pages open, never all of it. An open that never
+reaches its first frame (a closed tab, an error) ends with its session or after OPEN_TIMEOUT_S.
 """
 from __future__ import annotations
 
@@ -54,6 +61,32 @@ TEXT_EVERY_FRAMES = 5  # ... and once in this many frames at most (under load a 
 SLOWEST_TEXT_S = 2.0   # ... and at least every 2 s while frames come
 _COSTS: dict[int, float] = {}     # id(FrameLoop) -> its frames' CPU time, smoothed, while it plays
 _HELD: dict[int, float] = {}      # id(FrameLoop) -> the time its frames held the loop, smoothed, while it plays
+OPEN_TIMEOUT_S = 10.0  # an open not at its first frame by then is no longer waited for (the page is past helping)
+_OPENS: dict[int, float] = {}     # id(document) of a page opening -> when its session was created (time.monotonic)
+
+
+def opening(exclude=None) -> int:
+    """How many pages of this process are opening now, the document `exclude`'s aside; opens past
+    OPEN_TIMEOUT_S are dropped here."""
+    now = time.monotonic()
+    for key, at in list(_OPENS.items()):
+        if now - at > OPEN_TIMEOUT_S:
+            _OPENS.pop(key, None)
+    return len(_OPENS) - (id(exclude) in _OPENS if exclude is not None else 0)
+
+
+def open_started(doc) -> None:
+    _OPENS.setdefault(id(doc), time.monotonic())
+
+
+def open_ended(doc) -> None:
+    _OPENS.pop(id(doc), None)
+
+
+def _page_connected(doc) -> bool:
+    """Whether this session's page has connected (its websocket) yet: before that, the page is still opening."""
+    session = getattr(getattr(doc, "session_context", None), "_session", None)
+    return session is not None and session.connection_count > 0
 
 
 def demand() -> float:
@@ -168,18 +201,33 @@ class FrameLoop:
         self._was_connected = False
         self._text_at = 0.0            # when text_due last said yes, and the frames since
         self._text_frames = TEXT_EVERY_FRAMES
+        self._due = None               # when the frame scheduled next is due (None: the first, which never waits)
+        self._waited = False           # ... and whether it has waited for a page opening already (once at most)
 
     def attach(self, doc) -> None:
         """Bind the loop to this session's document (the app calls this at session start), and start it if
-        its owner is already playing (a link with play=1)."""
+        its owner is already playing (a link with play=1). At session start the page is opening (see the
+        module's docstring) until this loop's first frame, or, if it does not play, until the page has loaded.
+        (Panel's on_session_created cannot be registered from a session, and the app runs without a setup
+        script: the app's own session start, Bokeh's page request, is where the open begins.)"""
         self.doc = doc
+        if doc is not None and getattr(doc, "session_context", None) is not None and not _page_connected(doc):
+            open_started(doc)
+            with contextlib.suppress(Exception):       # no Panel server state (a stand-in document)
+                with set_curdoc(doc):
+                    pn.state.onload(self._page_loaded)
         if self.active():
             self.start()
+
+    def _page_loaded(self) -> None:
+        if not self.active() and self.doc is not None:
+            open_ended(self.doc)
 
     def start(self) -> None:
         if self.doc is None or self._cb is not None:
             return
         self._loop_id += 1
+        self._due = None
         self._schedule(self._loop_id, 0)
 
     def _schedule(self, loop_id, delay_ms):
@@ -205,6 +253,8 @@ class FrameLoop:
     def close(self) -> None:
         """End of session: stop, and schedule nothing more on the document being destroyed."""
         self.closed = True
+        if self.doc is not None:
+            open_ended(self.doc)       # a page closed before its first frame: its open is over
         self.doc = None
         self.stop()
 
@@ -217,7 +267,16 @@ class FrameLoop:
             _HELD.pop(key, None)
             return
         if self.doc is not None:
-            self._schedule(self._loop_id, 1e3 * pace(_COSTS.get(key, 0.0), _HELD.get(key, 0.0)))
+            period = pace(_COSTS.get(key, 0.0), _HELD.get(key, 0.0))
+            now = time.monotonic()
+            if (self._due is not None and not self._waited and now - self._due < period
+                    and opening(exclude=self.doc)):
+                # a page is opening: this frame waits a period (and runs then, whatever), leaving the turn to it
+                self._waited = True
+                self._schedule(self._loop_id, 1e3 * period)
+                return
+            self._due, self._waited = now + period, False
+            self._schedule(self._loop_id, 1e3 * period)
         if not self.ready():
             return
         self.in_frame = True
@@ -231,6 +290,8 @@ class FrameLoop:
             self.in_frame = False
             _smoothed(_COSTS, key, time.thread_time() - cpu)
             _smoothed(_HELD, key, time.perf_counter() - start)
+            if self.doc is not None:
+                open_ended(self.doc)   # its first frame (or a later one): the page has opened
 
     def _report(self, err: Exception) -> None:
         """Tell the owner; should that fail too, stop here rather than raise into the server's loop, where
