@@ -94,3 +94,18 @@ def test_sampler_b_is_a_button_until_pressed_and_its_picker_at_once_where_its_ep
     view, _ = page_models("?cmp=1&s=sghmc-naive&sb=sghmc&pot=double-well&b.eps=auto")
     assert view.lab_view.compare_controls.picker_b is not None
     view.stop()
+
+
+def test_play_is_green_from_the_start_and_follows_the_run():
+    """Panel 1.9 took a ref's first button_type and then reset it to its `color` alias's default: Play was grey until
+    pressed, on the lab and on the Models page."""
+    from app.views.controls import RunControls
+    from app.views.models import ModelsView
+
+    for play in (RunControls(first_screen()).play, ModelsView().play):
+        assert (play.name, play.button_type) == ("Play", "success")
+    controls = RunControls(first_screen())
+    controls.lab.play()
+    assert (controls.play.name, controls.play.button_type) == ("Pause", "warning")
+    controls.lab.pause()
+    assert (controls.play.name, controls.play.button_type) == ("Play", "success")

@@ -261,6 +261,9 @@ class ModelsView(Viewer):
         state = (lab.param.playing, lab.param.building, lab.param.error, lab.param.version)
         self.play = pn.widgets.Button(refs=pn.bind(self._play_state, *state), css_classes=["models-play"], width=90,
                                       stylesheets=[PLAY_CSS])
+        # Panel 1.9 sets button_type from a ref's first value and then back to its `color` alias's default: the
+        # first state is set again once the button exists (Play was grey until the first press)
+        self.play.param.update(**self._play_state(*(getattr(p.owner, p.name) for p in state)))
         self.step = pn.widgets.Button(name=tr("Step", self.lang), css_classes=["models-step"], width=70,
                                       disabled=pn.bind(lambda *_: not lab.can_run, *state))
         self.reset = pn.widgets.Button(name=tr("Reset", self.lang), css_classes=["models-reset"], width=70)
