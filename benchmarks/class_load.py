@@ -338,6 +338,17 @@ def pool_workers(dep) -> list[int]:
     return out
 
 
+def cpu_since(start: dict[int, float]) -> float:
+    """The CPU seconds the processes used since `start` ({pid: their CPU then}); one that has ended counts none."""
+    used = 0.0
+    for pid, c in start.items():
+        try:
+            used += cpu_seconds(pid) - c
+        except OSError:
+            pass
+    return used
+
+
 async def heavy_policy_turns(dep, playing: list[Student], args, turns: int = 4, window: float = 20.0):
     """--heavy-ab: the class's rate beside the same heavy tabs with their workers in the idle class (as the pool puts
     them) and at nice 10 alone, in turns of `window` s (the policy set on the running workers from here), so that
@@ -358,18 +369,7 @@ async def heavy_policy_turns(dep, playing: list[Student], args, turns: int = 4, 
         t0 = time.monotonic()
         await asyncio.sleep(window)
         dt = time.monotonic() - t0
-        busy = 0.0
-        for pid, c in c0.items():
-            try:
-                busy += cpu_seconds(pid) - c
-            except OSError:
-                pass
-        pages = 0.0
-        for pid, c in l0.items():
-            try:
-                pages += cpu_seconds(pid) - c
-            except OSError:
-                pass
+        busy, pages = cpu_since(c0), cpu_since(l0)
         rates = [(s.client.frames - f0[id(s)]) / dt for s in playing]
         idle[in_idle].append(statistics.median(rates))
         print(f"  turn {turn + 1}: workers {'SCHED_IDLE' if in_idle else 'nice 10  '} ({len(workers)}, "

@@ -185,3 +185,22 @@ DEEP_TEXT = """el => {
     };
     return walk(el).trim();
 }"""
+
+
+def new_page(browser, width: int = 1280, height: int = 800, console: bool = False, **options):
+    """A page whose script errors are kept in `page.errors` (with `console`, console errors and failed requests
+    too), waiting at most 60 s for any element."""
+    pg = browser.new_page(viewport={"width": width, "height": height}, **options)
+    pg.errors = []
+    pg.on("pageerror", lambda exc: pg.errors.append(str(exc)))
+    if console:
+        pg.on("console", lambda m: pg.errors.append(m.text) if m.type == "error" else None)
+        pg.on("requestfailed", lambda r: pg.errors.append(f"{r.failure}: {r.url[:200]}"))
+    pg.set_default_timeout(60_000)
+    return pg
+
+
+def serious(results) -> list[str]:
+    """axe-core's serious and critical violations, one line each."""
+    return [f"{v['id']} ({v['impact']}): {v['nodes'][0]['html'][:160]} — {len(v['nodes'])} nodes"
+            for v in results.response["violations"] if v["impact"] in ("serious", "critical")]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from app_browser_support import ARTIFACTS, CHROMIUM
+from app_browser_support import ARTIFACTS, CHROMIUM, new_page
 
 from samplers.reproduce import REPRODUCTIONS
 
@@ -23,12 +23,7 @@ def page(browser):
     pages = []
 
     def make(width=1280, height=800):
-        pg = browser.new_page(viewport={"width": width, "height": height}, accept_downloads=True)
-        pg.errors = []
-        pg.on("console", lambda m: pg.errors.append(m.text) if m.type == "error" else None)
-        pg.on("pageerror", lambda exc: pg.errors.append(str(exc)))
-        pg.on("requestfailed", lambda r: pg.errors.append(f"{r.failure}: {r.url[:200]}"))
-        pg.set_default_timeout(60_000)
+        pg = new_page(browser, width, height, console=True, accept_downloads=True)
         pages.append(pg)
         return pg
     yield make

@@ -81,14 +81,19 @@ def test_a_first_frame_and_every_models_build_import_nothing_the_server_start_di
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
+def emptied(record: dict):
+    """One of the process's records, emptied for a test and put back after it."""
+    saved = dict(record)
+    record.clear()
+    yield record
+    record.clear()
+    record.update(saved)
+
+
 @pytest.fixture
 def costs():
-    """The process's record of playing loops, emptied for a test and put back after it."""
-    saved = dict(fl._COSTS)
-    fl._COSTS.clear()
-    yield fl._COSTS
-    fl._COSTS.clear()
-    fl._COSTS.update(saved)
+    """The process's record of playing loops."""
+    yield from emptied(fl._COSTS)
 
 
 def test_a_class_of_light_sessions_slows_its_numbers_first_then_its_frames_down_to_10_per_second(costs):
@@ -212,12 +217,8 @@ def test_light_sessions_keep_their_rate_on_a_busy_machine_and_heavy_ones_slow_fi
 
 @pytest.fixture
 def opens():
-    """The process's record of pages opening, emptied for a test and put back after it."""
-    saved = dict(fl._OPENS)
-    fl._OPENS.clear()
-    yield fl._OPENS
-    fl._OPENS.clear()
-    fl._OPENS.update(saved)
+    """The process's record of pages opening."""
+    yield from emptied(fl._OPENS)
 
 
 def counted_loop(clocks, frames: list, *, active=True, ready=lambda: True, doc=None) -> FrameLoop:

@@ -14,7 +14,16 @@ import os
 from pathlib import Path
 
 import pytest
-from app_browser_support import ARTIFACTS, CHROMIUM, DEEP_TEXT, bokeh_data, metric_number, wait_for, wait_for_step
+from app_browser_support import (
+    ARTIFACTS,
+    CHROMIUM,
+    DEEP_TEXT,
+    bokeh_data,
+    metric_number,
+    new_page,
+    wait_for,
+    wait_for_step,
+)
 from test_i18n import escaped_words, identifiers
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -59,10 +68,7 @@ def page(browser):
     pages = []
 
     def make(width=1280, height=800):
-        pg = browser.new_page(viewport={"width": width, "height": height})
-        pg.errors = []
-        pg.on("pageerror", lambda exc: pg.errors.append(str(exc)))
-        pg.set_default_timeout(60_000)
+        pg = new_page(browser, width, height)
         pages.append(pg)
         return pg
     yield make

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from app_browser_support import ARTIFACTS, CHROMIUM
+from app_browser_support import ARTIFACTS, CHROMIUM, new_page, serious
 
 playwright_api = pytest.importorskip("playwright.sync_api")
 axe_api = pytest.importorskip("axe_playwright_python.sync_playwright")
@@ -42,17 +42,9 @@ def axe():
 
 @pytest.fixture
 def phone(browser):
-    pg = browser.new_page(viewport=PHONE)
-    pg.errors = []
-    pg.on("pageerror", lambda exc: pg.errors.append(str(exc)))
-    pg.set_default_timeout(60_000)
+    pg = new_page(browser, **PHONE)
     yield pg
     pg.close()
-
-
-def serious(results) -> list[str]:
-    return [f"{v['id']} ({v['impact']}): {v['nodes'][0]['html'][:160]} — {len(v['nodes'])} nodes"
-            for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
 
 
 @pytest.mark.parametrize("lang, name", [("en", "Equation"), ("ja", "数式")])

@@ -13,7 +13,7 @@ import re
 from urllib.parse import parse_qs
 
 import pytest
-from app_browser_support import ARTIFACTS, CHROMIUM
+from app_browser_support import ARTIFACTS, CHROMIUM, new_page, serious
 
 from lessons import load_lessons
 
@@ -32,17 +32,9 @@ def axe():
 
 @pytest.fixture
 def page(browser):
-    pg = browser.new_page(viewport={"width": 1280, "height": 800})
-    pg.errors = []
-    pg.on("pageerror", lambda exc: pg.errors.append(str(exc)))
-    pg.set_default_timeout(60_000)
+    pg = new_page(browser)
     yield pg
     pg.close()
-
-
-def serious(results) -> list[str]:
-    return [f"{v['id']} ({v['impact']}): {v['nodes'][0]['html'][:160]} — {len(v['nodes'])} nodes"
-            for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
 
 
 @pytest.mark.parametrize("query", PAGES, ids=lambda q: q.split("=")[-1])

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from app_browser_support import ARTIFACTS, CHROMIUM, bokeh_data, metric_number, wait_for_step
+from app_browser_support import ARTIFACTS, CHROMIUM, bokeh_data, metric_number, new_page, serious, wait_for_step
 
 from app.model.content import errata_page, list_lessons
 
@@ -71,10 +71,7 @@ def axe():
 
 @pytest.fixture
 def page(browser):
-    pg = browser.new_page(viewport=VIEWPORTS["desktop"])
-    pg.errors = []
-    pg.on("pageerror", lambda exc: pg.errors.append(str(exc)))
-    pg.set_default_timeout(60_000)
+    pg = new_page(browser, **VIEWPORTS["desktop"])
     yield pg
     pg.close()
 
@@ -102,11 +99,6 @@ def settled(read, page, every_ms: int = 700):
 
 def switch(page, label: str) -> None:
     page.locator(".lang-switch button", has_text=label).first.click()
-
-
-def serious(results) -> list[str]:
-    return [f"{v['id']} ({v['impact']}): {v['nodes'][0]['html'][:160]} — {len(v['nodes'])} nodes"
-            for v in results.response["violations"] if v["impact"] in ("serious", "critical")]
 
 
 def display_math(page) -> int:
