@@ -298,6 +298,8 @@ class AutoEps:
     eps: float
     passed: bool
     points: list[LadderPoint]
+    # short rungs that passed and were run again longer (the confirmation, which replaced them in `points`)
+    superseded: list[LadderPoint] = field(default_factory=list)
 
 
 def auto_eps(sampler: Sampler, *, chains: int | None = None, seed: int = 0, rungs=AUTO_RUNGS,
@@ -314,8 +316,9 @@ def auto_eps(sampler: Sampler, *, chains: int | None = None, seed: int = 0, rung
     units), else theta_1's marginal (tolerance AUTO_KL_FACTOR times its noise; AUTO_CHAINS chains from the
     potential's start, AUTO_BURN + AUTO_TIME time units). A sampler with auxiliary variables on a two-dimensional target
 confirms its pick: the passing rung is run again AUTO_CONFIRM times as long, and if that fails the next rung down
-is run at that length (at most AUTO_CONFIRMATIONS long runs); the chosen eps is the last point's, a long run's
-where one passed. `chains` overrides the number of chains. Needs the exact law
+is run at that length (at most AUTO_CONFIRMATIONS long runs). `points` holds one run per eps tried, the one that
+decided it (a long run where one was made; the short rung it replaced is in `superseded`); the chosen eps is the
+last point's. `chains` overrides the number of chains. Needs the exact law
     of theta_1 at least (targets in one or two dimensions, and the Gaussians). `progress(fraction)` counts rungs
     out of all of them: it jumps to 1 at the first that passes."""
     from samplers.stepsize import SCALE_REF, fitted_eps, order, target_scale
@@ -329,7 +332,7 @@ where one passed. `chains` overrides the number of chains. Needs the exact law
     chains = chains or (AUTO_CHAINS_JOINT if joint else AUTO_CHAINS)
     # Langevin dynamics (theta alone) relax within the rung's units; a momentum's drift takes longer
     confirm = joint and order(sampler) == 1
-    points, n = [], len(rungs)
+    points, superseded, n = [], [], len(rungs)
     k, long, confirmations = 0, False, 0
     while k < n:
         eps = float(base * rungs[k])
@@ -338,14 +341,16 @@ where one passed. `chains` overrides the number of chains. Needs the exact law
         p = step_ladder(sampler, [eps], chains=chains, seed=seed + k + (0x10000 if long else 0),
                         time=stretch * span * unit, burn_time=stretch * burn * unit,
                         samples_per_time=2.0 / unit, progress=told, exact_start=joint).points[0]
+        if long and points and points[-1].eps == eps:
+            superseded.append(points.pop())       # one point per eps: the run that decided it
         points.append(p)
         if passes(p):
             if long or not confirm:
-                return AutoEps(eps, True, points)
+                return AutoEps(eps, True, points, superseded)
             long = True          # the same rung again, longer
             continue
         if long:
             confirmations += 1
             long = confirm = confirmations < AUTO_CONFIRMATIONS
         k += 1
-    return AutoEps(float(points[-1].eps), False, points)
+    return AutoEps(float(points[-1].eps), False, points, superseded)

@@ -126,15 +126,18 @@ def test_auto_eps_confirms_a_momentum_samplers_pick_with_a_longer_run(monkeypatc
         eps, long = float(eps_values[0]), time + burn_time > short * 1.001
         runs.append((round(eps / base, 6), "long" if long else "short"))
         bad = long and eps > biased_above * base * 1.001
-        return ladder.LadderResult("stub", 1.0, [ladder.LadderPoint(eps, float(bad), 0.0, 0.0, 1.0, 1, 0,
-                                                                    ladder.JOINT, 0.5)])
+        return ladder.LadderResult("stub", 1.0, [ladder.LadderPoint(eps, float(bad), 0.0, 0.0, 1.0, 8 if long else 1,
+                                                                    0, ladder.JOINT, 0.5)])
 
     monkeypatch.setattr(ladder, "step_ladder", stub)
     s = build_sampler("msgnht", "banana", 1.0, None)
     base = fitted_eps(s)
     found = ladder.auto_eps(s)
     assert runs == tried and found.passed and found.eps == pytest.approx(picked * base)
-    assert found.eps == found.points[-1].eps and len(found.points) == len(runs)
+    # one point per eps, the run that decided it; the short rung a confirmation replaced is kept aside
+    steps = {"short": 1, "long": 8}
+    assert [(round(p.eps / base, 6), p.steps) for p in found.points] == [(e, steps[k]) for e, k in dict(runs).items()]
+    assert found.eps == found.points[-1].eps and [p.eps for p in found.superseded] == [4 * base]
     runs.clear()
     s = build_sampler("sgld", "banana", 1.0, None)
     base = fitted_eps(s)
