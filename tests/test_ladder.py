@@ -102,3 +102,43 @@ def test_a_2d_target_is_scored_on_its_joint_law_with_the_diagnostics_floor():
     big, small = step_ladder(s, [0.04, 0.0025], chains=1000, time=3.0, burn_time=2.0, seed=2, exact_start=True).points
     assert big.law == small.law == JOINT and big.kl > 5 * big.kl_tol, big
     assert small.kl_ok and not small.diverged, small
+
+
+
+@pytest.mark.parametrize("biased_above,picked,tried", [
+    (100.0, 4.0, [(4, "short"), (4, "long")]),                                 # nothing biased: confirmed once
+    (3.0, 2.0, [(4, "short"), (4, "long"), (2, "long")]),                      # a failed confirmation steps down
+    (0.0, 1.0, [(4, "short"), (4, "long"), (2, "long"), (1, "short")]),        # at most two long runs
+])
+def test_auto_eps_confirms_a_momentum_samplers_pick_with_a_longer_run(monkeypatch, biased_above, picked, tried):
+    """The ladder's control flow, rungs stubbed (no sampling): every short rung passes, a long one fails above
+    `biased_above` times the fitted default (a bias only a long run sees). A momentum sampler on a 2-D target gets a
+    run AUTO_CONFIRM times as long at its first passing rung; a failed one steps down at that length; after
+    AUTO_CONFIRMATIONS long runs a short rung is taken as it is; the chosen eps is the last point's. SGLD (no
+    auxiliary variables) is not confirmed."""
+    import samplers.ladder as ladder
+    from samplers.stepsize import fitted_eps
+
+    short = ladder.AUTO_BURN_EXACT + ladder.AUTO_TIME_EXACT
+    runs = []
+
+    def stub(sampler, eps_values, *, time, burn_time, **kw):
+        eps, long = float(eps_values[0]), time + burn_time > short * 1.001
+        runs.append((round(eps / base, 6), "long" if long else "short"))
+        bad = long and eps > biased_above * base * 1.001
+        return ladder.LadderResult("stub", 1.0, [ladder.LadderPoint(eps, float(bad), 0.0, 0.0, 1.0, 8 if long else 1,
+                                                                    0, ladder.JOINT, 0.5)])
+
+    monkeypatch.setattr(ladder, "step_ladder", stub)
+    s = build_sampler("msgnht", "banana", 1.0, None)
+    base = fitted_eps(s)
+    found = ladder.auto_eps(s)
+    assert runs == tried and found.passed and found.eps == pytest.approx(picked * base)
+    # one point per eps, the run that decided it; the short rung a confirmation replaced is kept aside
+    steps = {"short": 1, "long": 8}
+    assert [(round(p.eps / base, 6), p.steps) for p in found.points] == [(e, steps[k]) for e, k in dict(runs).items()]
+    assert found.eps == found.points[-1].eps and [p.eps for p in found.superseded] == [4 * base]
+    runs.clear()
+    s = build_sampler("sgld", "banana", 1.0, None)
+    base = fitted_eps(s)
+    assert ladder.auto_eps(s).passed and runs == [(4, "short")]
