@@ -70,6 +70,8 @@ BLOCK_MAX = 16_384       # float64 chains per block at most: a block's temporari
                          # (float32: twice as many, the same bytes)
 AHEAD_FROM = 8 * CHUNK   # state entries x steps from which one stream's normals are drawn ahead (a chunk or
                          # two are drawn in vain at the end)
+AHEAD_DTYPES = ("float64",)   # float32 normals cost less than handing them over between threads at the sizes one
+                              # stream steps: drawn ahead, 10^3 float32 chains stepped slower (docs/notes/throughput.md)
 DTYPES = ("float64", "float32")   # the state's precision; the engine computes in float64 either way
 _POOLS: dict = {}   # by process id: a forked child (the lab's trials, the ladder) has none of its parent's threads
 
@@ -209,7 +211,7 @@ class Ensemble:
         ahead of the steps that use them (samplers.prefetch), when there is a core to spare and enough to
         draw; the run is the same bits either way. `run` holds it open across its `advance` calls."""
         if (self._draws is not self._own or len(self.blocks) > 1 or WORKERS < 2 or not self.sampler.blockwise
-                or steps * self.z.size < AHEAD_FROM):
+                or steps * self.z.size < AHEAD_FROM or self.dtype.name not in AHEAD_DTYPES):
             yield
             return
         self._draws = NormalsAhead(self._own)

@@ -75,6 +75,7 @@ def drawn_ahead(monkeypatch):
 
     monkeypatch.setattr(prefetch, "CHUNK", 97)
     monkeypatch.setattr(run_module, "AHEAD_FROM", 0)
+    monkeypatch.setattr(run_module, "AHEAD_DTYPES", run_module.DTYPES)
     monkeypatch.setattr(run_module, "WORKERS", 2)
     monkeypatch.setattr(run_module, "NormalsAhead", Counted)
     return chunks
@@ -114,6 +115,7 @@ def test_small_runs_and_blocks_do_not_draw_ahead(monkeypatch, make_sampler):
     Ensemble(s, 1000, seed=0).advance(5)                     # a lab frame's worth
     Ensemble(s, 2000, seed=0, blocks=2).advance(400)         # blocks have a generator each
     Ensemble(make_sampler("hmc", "gaussian"), 1000, seed=0).advance(600)   # draws uniforms too
+    Ensemble(s, 1000, seed=0, dtype="float32").advance(600)   # its normals cost less than the hand-over
     assert not made
     Ensemble(s, 1000, seed=0).advance(600)
     assert len(made) == 1
