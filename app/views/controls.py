@@ -52,6 +52,16 @@ PLAY_CSS = (".bk-btn-success { background-color: #1e7b34; border-color: #1a6b2d;
             ".bk-btn-warning { color: #000; }")
 
 
+def play_button(play_state, state, css_class: str) -> pn.widgets.Button:
+    """Play/Pause, its label, colour and disabled state `play_state(*state values)` as they change."""
+    button = pn.widgets.Button(refs=pn.bind(play_state, *state), css_classes=[css_class], width=90,
+                               stylesheets=[PLAY_CSS])
+    # Panel 1.9 sets button_type from a ref's first value and then back to its `color` alias's default: the first
+    # state is set again once the button exists (Play was grey until the first press)
+    button.param.update(**play_state(*(getattr(p.owner, p.name) for p in state)))
+    return button
+
+
 def error_html(text: str) -> str:
     return f"<div class='lab-error' style='color:#b00020;font-size:12px'>{html.escape(text)}</div>" if text else ""
 
@@ -532,11 +542,7 @@ class RunControls(Viewer):
         self.lab, self.cfg = lab, lab.config
         state = (lab.param.playing, lab.param.blocks, lab.param.version, self.param.lang)
         noise = (lab.param.version, self.cfg.param.batch)
-        self.play = pn.widgets.Button(refs=pn.bind(self._play_state, *state), css_classes=["play-button"], width=90,
-                                      stylesheets=[PLAY_CSS])
-        # Panel 1.9 sets button_type from a ref's first value and then back to its `color` alias's default: the
-        # first state is set again once the button exists (Play was grey until the first press)
-        self.play.param.update(**self._play_state(*(getattr(p.owner, p.name) for p in state)))
+        self.play = play_button(self._play_state, state, "play-button")
         self.step = pn.widgets.Button(name=tr("Step", self.lang), button_type="default", css_classes=["step-button"],
                                       width=70, disabled=pn.bind(lambda *_: not lab.can_run, *state))
         self.reset = pn.widgets.Button(name=tr("Reset", self.lang), button_type="default", css_classes=["reset-button"],

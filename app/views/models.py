@@ -29,7 +29,7 @@ from ..model.models import (
 )
 from ..model.reasons import Notice, NoticeKind
 from ..model.urlstate import quoted
-from .controls import PLAY_CSS, SettingFields, error_html
+from .controls import SettingFields, error_html, play_button
 from .frame_loop import FrameLoop, session_schedule
 from .lab import TEXT_EVERY_S, alert_html
 from .plots import (
@@ -259,11 +259,7 @@ class ModelsView(Viewer):
         self.info = pn.pane.HTML(model_info(lab, self.lang), sizing_mode="stretch_width", margin=(0, 10),
                                  css_classes=["models-info"])
         state = (lab.param.playing, lab.param.building, lab.param.error, lab.param.version)
-        self.play = pn.widgets.Button(refs=pn.bind(self._play_state, *state), css_classes=["models-play"], width=90,
-                                      stylesheets=[PLAY_CSS])
-        # Panel 1.9 sets button_type from a ref's first value and then back to its `color` alias's default: the
-        # first state is set again once the button exists (Play was grey until the first press)
-        self.play.param.update(**self._play_state(*(getattr(p.owner, p.name) for p in state)))
+        self.play = play_button(self._play_state, state, "models-play")
         self.step = pn.widgets.Button(name=tr("Step", self.lang), css_classes=["models-step"], width=70,
                                       disabled=pn.bind(lambda *_: not lab.can_run, *state))
         self.reset = pn.widgets.Button(name=tr("Reset", self.lang), css_classes=["models-reset"], width=70)
