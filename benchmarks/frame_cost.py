@@ -37,6 +37,7 @@ from app.model.presets import FIRST_SCREEN
 from benchmarks.app_sessions import ProtocolClient, cpu_seconds
 from benchmarks.class_load import PRESETS as CLASS_PRESETS
 from deploy.class_server import UNUSED_SESSION_MS, free_port, panel_args
+from tests.app_browser_support import end_process
 
 # class_load's presets, and the page a bare link opens (the naive-vs-corrected pair): --presets first-screen
 PRESETS = {**CLASS_PRESETS, "first-screen": FIRST_SCREEN + "&play=1"}
@@ -68,11 +69,7 @@ class Server:
         raise TimeoutError(f"panel serve in {self.tree} did not start")
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        end_process(self.proc)
         self.log.close()
 
 

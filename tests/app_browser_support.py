@@ -74,12 +74,17 @@ class AppServer:
                 and not any(s in b for s in benign)]
 
     def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        end_process(self.proc)
         self._log.close()
+
+
+def end_process(proc: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL past the grace (a Panel process with sessions can ignore SIGTERM)."""
+    proc.terminate()
+    try:
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 def metric(page, name: str, run: str = "a") -> str:

@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from app_browser_support import free_port, wait_for_step
+from app_browser_support import free_port, wait_for, wait_for_step
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))       # deploy/ is a directory of scripts, not an installed package
@@ -158,13 +158,7 @@ def test_a_class_deployment_serves_static_files_from_nginx_keeps_each_session_on
 
 
 def wait_until(condition, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout:.0f} s: {what}")
+    return wait_for(condition, what, timeout)
 
 
 def serving(url: str) -> bool:

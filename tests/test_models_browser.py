@@ -11,7 +11,7 @@ import time
 from urllib.parse import quote
 
 import pytest
-from app_browser_support import ARTIFACTS, CHROMIUM, bokeh_data, bokeh_model_count
+from app_browser_support import ARTIFACTS, CHROMIUM, bokeh_data, bokeh_model_count, wait_for
 from test_app_browser import Page, deep_text, wait_text
 
 playwright_api = pytest.importorskip("playwright.sync_api")
@@ -38,11 +38,7 @@ def points(page, run: str) -> int:
 
 
 def wait_until(fn, timeout: float = 30.0, what: str = ""):
-    deadline = time.monotonic() + timeout
-    while not fn():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"waited {timeout} s for {what}")
-        time.sleep(0.1)
+    return wait_for(fn, what, timeout)
 
 
 def search(page) -> str:
