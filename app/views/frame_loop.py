@@ -43,6 +43,7 @@ from collections.abc import Callable
 from functools import partial
 
 import panel as pn
+from bokeh.document.callbacks import invoke_with_curdoc
 from panel.io.state import set_curdoc
 from tornado.ioloop import IOLoop
 from tornado.websocket import WebSocketClosedError
@@ -184,6 +185,23 @@ def connected(doc) -> bool:
     return session is None or session.connection_count > 0
 
 
+def _drive(coro, _=None) -> None:
+    """Run the coroutine `coro` as far as it goes now, and on from where it waits once that is done: what an
+    asyncio Task does, without making one for the usual frame, which waits for nothing (see the module's
+    docstring)."""
+    try:
+        waits = coro.send(None)
+    except StopIteration:
+        return
+    except Exception:          # as tornado logs a callback's exception: the next frame is scheduled already
+        log.exception("a frame's callback failed")
+        return
+    if waits is None:          # a bare yield (asyncio.sleep(0)): on at the next turn of the loop
+        asyncio.get_running_loop().call_soon(_drive, coro)
+    else:
+        waits.add_done_callback(partial(_drive, coro))
+
+
 class FrameLoop:
     """Calls `frame()` every FRAME_MS from `start()` until `stop()` or until `active()` turns False;
     `ready()` False skips one frame (the page has not received new figures yet); `on_error(err)` hears
@@ -231,19 +249,38 @@ class FrameLoop:
         self._schedule(self._loop_id, 0)
 
     def _schedule(self, loop_id, delay_ms):
+        delay_ms = max(1, int(delay_ms))
+        session = getattr(self.doc.session_context, "session", None)
+        if session is not None:
+            with contextlib.suppress(RuntimeError):     # not on the session's loop: Bokeh's way below
+                self._cb = asyncio.get_running_loop().call_later(delay_ms / 1e3, self._due_now, session, loop_id)
+                return
+
         def run():
             if loop_id == self._loop_id:
                 self.tick()
         try:
-            self._cb = self.doc.add_timeout_callback(run, max(1, int(delay_ms)))
+            self._cb = self.doc.add_timeout_callback(run, delay_ms)
         except Exception:          # the document has gone with its session
             self._cb = None
+
+    def _due_now(self, session, loop_id):
+        """A frame's timer: the tick under the session's document lock, as Bokeh runs its callbacks (with the
+        document as Bokeh's curdoc, which Panel's follows), once the lock is free."""
+        if loop_id == self._loop_id and not session.destroyed:
+            _drive(session.with_document_locked(self._locked_tick, loop_id))
+
+    def _locked_tick(self, loop_id):
+        if loop_id == self._loop_id and self.doc is not None:
+            invoke_with_curdoc(self.doc, self.tick)
 
     def stop(self) -> None:
         _COSTS.pop(id(self), None)
         _HELD.pop(id(self), None)
         self._loop_id += 1
-        if self._cb is not None and self.doc is not None:
+        if isinstance(self._cb, asyncio.TimerHandle):      # a frame's timer of our own (see _schedule)
+            self._cb.cancel()
+        elif self._cb is not None and self.doc is not None:
             try:
                 self.doc.remove_timeout_callback(self._cb)
             except ValueError:      # already run, or gone with the session
