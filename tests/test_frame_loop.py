@@ -5,6 +5,7 @@ import subprocess
 import sys
 from functools import partial
 
+import panel as pn
 import pytest
 
 from app.views import frame_loop as fl
@@ -301,3 +302,126 @@ def test_an_open_ends_at_its_first_frame_at_its_sessions_end_or_after_a_timeout(
     idle._page_loaded()                        # what Panel's onload calls once the page has loaded
     assert fl.opening() == 0
     idle.close()
+
+
+async def until(condition, timeout: float = 30.0) -> None:
+    """Wait (on the running loop) until condition() holds; a busy machine makes frames late, never wrong."""
+    import asyncio
+    import time
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        await asyncio.sleep(0.01)
+
+
+def served_document():
+    """A document served by a Bokeh ServerSession on the running loop, as `panel serve` makes one (no websocket)."""
+    from bokeh.document import Document
+    from bokeh.models import Div
+    from bokeh.server.contexts import BokehSessionContext
+    from bokeh.server.session import ServerSession
+    from tornado.ioloop import IOLoop
+    doc = Document()
+    doc.add_root(Div(text="0"))
+    context = BokehSessionContext("s", None, doc)
+    doc._session_context = lambda: context
+    session = ServerSession("s", doc, io_loop=IOLoop.current())
+    context._set_session(session)
+    return doc, session
+
+
+def served_loop(frames: list, errors: list, frame=None) -> FrameLoop:
+    """A playing loop on a served document whose frames change the document (which Bokeh refuses without its
+    lock) and are counted in `frames`; its errors go to `errors`."""
+    doc, session = served_document()
+
+    def change():
+        assert doc.session_context.session is session
+        from bokeh.io import curdoc
+        assert pn.state.curdoc is doc and curdoc() is doc
+        doc.roots[0].text = str(len(frames))
+        frames.append(doc)
+        if frame is not None:
+            frame()
+    loop = FrameLoop(change, active=lambda: True, ready=lambda: True, on_error=errors.append)
+    loop.attach(doc)
+    return loop
+
+
+def test_served_frames_run_under_their_sessions_lock_without_a_bokeh_callback_each(costs, opens):
+    """Each frame runs under its session's document lock, as Bokeh runs a callback (a frame's change to the document
+    reaches the session, which refuses it without the lock), with the document current for Bokeh and Panel, and
+    waits while another holds the lock. Its timer is the event loop's own: scheduled through the document, each
+    frame cost two events to the session, a copy of the callback and its removal (issue 28; benchmarks/frame_cost.py),
+    so the document hears of no callback added or removed while the loop plays."""
+    import asyncio
+
+    from bokeh.document.events import SessionCallbackAdded, SessionCallbackRemoved
+
+    async def play():
+        frames, errors, events = [], [], []
+        loop = served_loop(frames, errors)
+        doc = loop.doc
+        await until(lambda: frames)               # the first frame
+        doc.on_change(lambda event: events.append(event))
+        await until(lambda: len(frames) >= 5)
+        assert not errors
+        assert not [e for e in events if isinstance(e, (SessionCallbackAdded, SessionCallbackRemoved))]
+        assert doc.roots[0].text == str(len(frames) - 1)
+
+        release = asyncio.Event()
+
+        async def hold():                          # another callback of this session holds the lock
+            await release.wait()
+        holder = asyncio.ensure_future(doc.session_context.session.with_document_locked(hold))
+        await asyncio.sleep(0.01)
+        held = len(frames)
+        await asyncio.sleep(0.2)
+        assert len(frames) == held                 # no frame while it does
+        release.set()
+        await holder
+        await until(lambda: len(frames) >= held + 3)      # then the waiting frame, and the ones after it
+        assert not errors
+
+        loop.stop()
+        stopped = len(frames)
+        await asyncio.sleep(0.15)
+        assert len(frames) == stopped
+        loop.start()
+        await until(lambda: len(frames) > stopped)
+        doc.session_context.session.destroy()      # a session Bokeh discarded: its frames stop
+        gone = len(frames)
+        await asyncio.sleep(0.15)
+        assert len(frames) == gone
+        loop.close()
+    asyncio.run(play())
+
+
+def test_a_served_sessions_failing_frames_stop_only_that_session_and_tell_it(costs, opens, caplog):
+    """Issue 28: an exception in one session's frame reaches that session's own error report, and a report that
+    fails too stops only that session's loop; the other sessions play on."""
+    import asyncio
+
+    async def play():
+        probe_frames, probe_errors = [], []
+        probe = served_loop(probe_frames, probe_errors)
+        frames, errors = [], []
+
+        def boom():
+            raise RuntimeError("boom")
+        failing = served_loop(frames, errors, frame=boom)
+        broken_frames = []
+
+        def report(err):
+            raise AttributeError("partially initialized module")
+        broken = served_loop(broken_frames, [], frame=boom)
+        broken.on_error = report
+        await until(lambda: len(probe_frames) >= 5 and len(frames) >= 3 and broken_frames)
+        await asyncio.sleep(0.1)
+        assert all(str(e) == "boom" for e in errors) and len(errors) == len(frames)
+        assert len(broken_frames) == 1            # its report failed: its loop stopped at once
+        assert not probe_errors
+        assert any("could not be reported" in r.getMessage() for r in caplog.records)
+        for loop in (probe, failing, broken):
+            loop.close()
+    asyncio.run(play())

@@ -6,6 +6,15 @@ frame FRAME_MS after this one started. (A fixed-period periodic callback skips a
 whenever a frame ends late, which under load with many sessions halves the frame rate; a
 self-scheduled one just runs a little later.) The loop stops with the session.
 
+A frame's timer is the event loop's own (`call_later`), and the tick runs under the session's document lock, taken
+as Bokeh takes it for the callbacks it runs (`ServerSession.with_document_locked`: a frame's changes reach the
+session, which refuses them without it), with the document current. A Bokeh timeout callback a frame did the same
+with bookkeeping that cost more than all the rest of the loop's work around a frame: an event to the session for
+each callback added and each removed, a copy and two wrappers of the callback, and a Task (issue 28;
+benchmarks/frame_schedule.py). The usual frame finds the lock free and runs at once (`_drive`); one that finds it
+held (a page's pull, another callback of the session) waits for it. The first frame of a loop started before its
+session exists (a playing link, in the page's request) goes through Bokeh's timeout callback.
+
 The sessions of a process share one event loop, so heavy frames are paced (`pace`): a loop whose frames cost more
 than HEAVY_FRAME_S of CPU is a heavy one, and the heavy loops together may hold the loop for what the light ones
 leave of LOOP_SHARE of it (at least MIN_HEAVY_SHARE), in equal parts, their frames spaced out to fit. Three tabs of a
