@@ -21,12 +21,18 @@ tests/app_browser_support.py)
 from __future__ import annotations
 
 import argparse
+import asyncio
+import base64
+import hashlib
 import json
 import os
 import re
 import statistics
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
+
+from tornado.httputil import HTTPHeaders
 
 from tests.app_browser_support import CHROMIUM, CHROMIUM_ARGS, AppServer
 
@@ -43,6 +49,8 @@ def query(args) -> dict:
 # what BokehJS sends once the page has rendered: Panel counts the session as loaded from then on
 DOCUMENT_READY = json.dumps({"events": [{"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
     "type": "event", "name": "document_ready", "values": {"type": "map"}}}]})
+HANDSHAKE_TIMEOUT = 20.0
+_WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"       # RFC 6455 1.3: the server's proof it read our key
 
 
 async def bokeh_messages(ws, stop):
@@ -64,6 +72,126 @@ async def bokeh_messages(ws, stop):
             for part in (json.dumps({"msgid": "1", "msgtype": "PULL-DOC-REQ"}), "{}", "{}"):
                 await ws.write_message(part)
         yield kind, content
+
+
+class BokehSocket(asyncio.Protocol):
+    """A websocket's client end (RFC 6455, no extensions) that hands each whole Bokeh protocol message to
+    `on_message(kind, content)`: its header's msgtype and its content part as text; the binary buffers are skipped
+    unread. Tornado's websocket client resolves a few futures and a queue per websocket frame, and a lab's frame is
+    one Bokeh message of 15 websocket frames (3 text parts, then a header and the bytes of each buffer): with the
+    clients on the cores of the server they measure, that was CPU taken from the server. Here each read from the
+    socket is parsed in one loop (benchmarks/client_cost.py measures the two side by side)."""
+
+    def __init__(self, on_message):
+        self.on_message = on_message
+        self.headers = None                   # the handshake's answer (tornado's HTTPHeaders: case-insensitive)
+        self.closed: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._accepted: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._transport = None
+        self._buf = bytearray()
+        self._fragments: bytearray | None = None
+        self._part, self._parts, self._kind, self._content = 0, 3, None, None
+        self._key = base64.b64encode(os.urandom(16)).decode()
+
+    async def connect(self, url: str, headers: dict[str, str]):
+        """Open the socket to ws://host:port/path?query with these request headers; returns once the server
+        has accepted it (raises ConnectionError if it answered anything but 101)."""
+        u = urlsplit(url)
+        await asyncio.get_running_loop().create_connection(lambda: self, u.hostname, u.port or 80)
+        lines = [f"GET {u.path}{'?' + u.query if u.query else ''} HTTP/1.1", f"Host: {u.netloc}",
+                 "Upgrade: websocket", "Connection: Upgrade", f"Sec-WebSocket-Key: {self._key}",
+                 "Sec-WebSocket-Version: 13", *(f"{k}: {v}" for k, v in headers.items())]
+        self._transport.write(("\r\n".join(lines) + "\r\n\r\n").encode())
+        await self._accepted
+
+    def connection_made(self, transport):
+        self._transport = transport
+
+    def connection_lost(self, exc):
+        if not self._accepted.done():
+            self._accepted.set_exception(exc or ConnectionError("closed before the websocket was accepted"))
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def data_received(self, data: bytes):
+        buf = self._buf
+        buf += data
+        if self.headers is None:
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            status, _, rest = bytes(buf[:end]).decode("latin-1").partition("\r\n")
+            del buf[:end + 4]
+            headers = HTTPHeaders.parse(rest + "\r\n")
+            accept = base64.b64encode(hashlib.sha1(self._key.encode() + _WS_GUID).digest()).decode()
+            if status.split()[1:2] != ["101"] or headers.get("Sec-WebSocket-Accept") != accept:
+                self._accepted.set_exception(ConnectionError(f"websocket refused: {status}"))
+                self._transport.close()
+                return
+            self.headers = headers
+            self._accepted.set_result(None)
+        pos, end = 0, len(buf)
+        while end - pos >= 2:
+            b0, n, at = buf[pos], buf[pos + 1] & 0x7F, pos + 2
+            if buf[pos + 1] & 0x80:               # a server must not mask its frames (RFC 6455 5.1)
+                self.close(1002)
+                return
+            if n == 126:
+                if end - at < 2:
+                    break
+                n, at = int.from_bytes(buf[at:at + 2], "big"), at + 2
+            elif n == 127:
+                if end - at < 8:
+                    break
+                n, at = int.from_bytes(buf[at:at + 8], "big"), at + 8
+            if end - at < n:
+                break
+            pos = at + n
+            opcode = b0 & 0x0F
+            if opcode >= 8:                       # control frames: never fragmented, may come between fragments
+                if opcode == 8:
+                    self.close(int.from_bytes(buf[at:at + 2], "big") if n >= 2 else None)
+                    return
+                if opcode == 9:
+                    self._send(0xA, bytes(buf[at:pos]))
+                continue
+            if not b0 & 0x80 or self._fragments is not None:      # a fragmented message: one part once whole
+                self._fragments = (self._fragments or bytearray()) + buf[at:pos]
+                if not b0 & 0x80:
+                    continue
+                payload, self._fragments = self._fragments, None
+            else:
+                payload = None
+            part = self._part
+            if part == 0:
+                header = json.loads(payload if payload is not None else buf[at:pos])
+                self._kind, self._parts = header["msgtype"], 3 + 2 * int(header.get("num_buffers", 0))
+            elif part == 2:
+                self._content = (payload if payload is not None else buf[at:pos]).decode()
+            self._part = part + 1
+            if self._part == self._parts:
+                self._part = 0
+                self.on_message(self._kind, self._content)
+        del buf[:pos]
+
+    def send(self, text: str):
+        self._send(0x1, text.encode())
+
+    def _send(self, opcode: int, payload: bytes):
+        if self._transport is None or self._transport.is_closing():
+            return
+        n = len(payload)
+        head = bytes([0x80 | opcode]) + (bytes([0x80 | n]) if n < 126 else bytes([0xFE]) + n.to_bytes(2, "big")
+                                         if n < 1 << 16 else bytes([0xFF]) + n.to_bytes(8, "big"))
+        mask = os.urandom(4)                      # a client masks every frame (RFC 6455 5.3)
+        masked = (int.from_bytes(payload, "big") ^ int.from_bytes((mask * (n // 4 + 1))[:n], "big")).to_bytes(n, "big")
+        self._transport.write(head + mask + masked)
+
+    def close(self, code: int | None = 1000):
+        """Say goodbye (a close frame) and close the connection: the session sees its page go."""
+        if self._transport is not None and not self._transport.is_closing():
+            self._send(0x8, code.to_bytes(2, "big") if code else b"")
+            self._transport.close()
 
 
 class ProtocolClient:
@@ -93,31 +221,49 @@ class ProtocolClient:
         self.ws_headers = None
         self.frames = 0
         self.hist_id = None
+        self._socket: BokehSocket | None = None
+        self._asked = False
+        self._needle = None                     # the histogram's id as it appears in a patch that changes it
 
     async def run(self, stop):
-        from tornado.httpclient import HTTPRequest
-        from tornado.websocket import websocket_connect
-        request = HTTPRequest(self.ws_url, headers={"Cookie": self.cookie} if self.cookie else None)
-        ws = await websocket_connect(request, subprotocols=["bokeh", self.token], max_message_size=1 << 30)
-        self.ws_headers = ws.headers
+        self._socket = BokehSocket(self._on_message)
+        headers = {"Sec-WebSocket-Protocol": f"bokeh,{self.token}", **({"Cookie": self.cookie} if self.cookie else {})}
         try:     # a cancelled client closes its socket: its session must see the page go
-            async for kind, content in bokeh_messages(ws, stop):
-                if kind == "PULL-DOC-REPLY":
-                    self.on_patch(content)
-                    self.hist_id = _find_named(json.loads(content), "hist-A")
-                    for part in (json.dumps({"msgid": "2", "msgtype": "PATCH-DOC"}), "{}", DOCUMENT_READY):
-                        await ws.write_message(part)
-                elif kind == "PATCH-DOC":
-                    self.on_patch(content)
-                    if self.hist_id is None and '"hist-A"' in content:
-                        # the runs are built after the page opens: their figures arrive in a patch
-                        self.hist_id = _find_named(json.loads(content), "hist-A")
-                    elif self.hist_id and f'"id":"{self.hist_id}"' in content:
-                        self.frames += 1      # the histogram changes once per frame
-                        self.first_frame = self.first_frame or time.monotonic()
+            # tornado's websocket_connect allowed 20 s (its request_timeout): a late websocket is an error, as before
+            await asyncio.wait_for(self._socket.connect(self.ws_url, headers), HANDSHAKE_TIMEOUT)
+            self.ws_headers = self._socket.headers
+            stopped = asyncio.ensure_future(stop.wait())
+            try:
+                await asyncio.wait([stopped, self._socket.closed], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stopped.cancel()
         finally:
-            ws.close()
+            self._socket.close()
 
+    def _on_message(self, kind: str, content: str):
+        if kind == "ACK" and not self._asked:
+            self._asked = True
+            self._send("1", "PULL-DOC-REQ", "{}")
+        elif kind == "PULL-DOC-REPLY":
+            self.on_patch(content)
+            self._found(_find_named(json.loads(content), "hist-A"))
+            self._send("2", "PATCH-DOC", DOCUMENT_READY)
+        elif kind == "PATCH-DOC":
+            self.on_patch(content)
+            if self.hist_id is None and '"hist-A"' in content:
+                # the runs are built after the page opens: their figures arrive in a patch
+                self._found(_find_named(json.loads(content), "hist-A"))
+            elif self._needle and self._needle in content:
+                self.frames += 1      # the histogram changes once per frame
+                self.first_frame = self.first_frame or time.monotonic()
+
+    def _found(self, hist_id):
+        self.hist_id = hist_id
+        self._needle = f'"id":"{hist_id}"' if hist_id else None
+
+    def _send(self, msgid: str, msgtype: str, content: str):
+        for part in (json.dumps({"msgid": msgid, "msgtype": msgtype}), "{}", content):
+            self._socket.send(part)
 
     def on_patch(self, content: str) -> None:
         """The document, then each change the server pushes (JSON text), for clients that look for more than
@@ -141,8 +287,6 @@ def _find_named(obj, name):
 
 
 def protocol_clients(server: AppServer, n: int, args):
-    import asyncio
-
     async def main():
         stop = asyncio.Event()
         clients, tasks = [], []
