@@ -50,12 +50,14 @@ def query(args) -> dict:
 DOCUMENT_READY = json.dumps({"events": [{"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
     "type": "event", "name": "document_ready", "values": {"type": "map"}}}]})
 HANDSHAKE_TIMEOUT = 20.0
+READ_EVERY = 0.05           # s: ProtocolClient's read_every for clients that count frames over seconds
 _WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"       # RFC 6455 1.3: the server's proof it read our key
 
 
 async def bokeh_messages(ws, stop):
-    """(msgtype, content) of each whole Bokeh protocol message on a session's websocket until `stop` is set or the
-    socket closes; the document is asked for (PULL-DOC-REQ) once the server acknowledges the connection."""
+    """(msgtype, content) of each whole Bokeh protocol message on a session's websocket (tornado's client) until
+    `stop` is set or the socket closes; the document is asked for (PULL-DOC-REQ) once the server acknowledges the
+    connection. (ProtocolClient reads its socket with BokehSocket instead.)"""
     parts, sent = [], False
     while not stop.is_set():
         frame = await ws.read_message()
@@ -80,10 +82,13 @@ class BokehSocket(asyncio.Protocol):
     unread. Tornado's websocket client resolves a few futures and a queue per websocket frame, and a lab's frame is
     one Bokeh message of 15 websocket frames (3 text parts, then a header and the bytes of each buffer): with the
     clients on the cores of the server they measure, that was CPU taken from the server. Here each read from the
-    socket is parsed in one loop (benchmarks/client_cost.py measures the two side by side)."""
+    socket is parsed in one loop.
+
+    read_every (s, or None): once set, the socket is read at most that often; see ProtocolClient."""
 
     def __init__(self, on_message):
         self.on_message = on_message
+        self.read_every: float | None = None
         self.headers = None                   # the handshake's answer (tornado's HTTPHeaders: case-insensitive)
         self.closed: asyncio.Future = asyncio.get_running_loop().create_future()
         self._accepted: asyncio.Future = asyncio.get_running_loop().create_future()
@@ -173,6 +178,13 @@ class BokehSocket(asyncio.Protocol):
                 self._part = 0
                 self.on_message(self._kind, self._content)
         del buf[:pos]
+        if self.read_every:
+            self._transport.pause_reading()
+            asyncio.get_running_loop().call_later(self.read_every, self._resume)
+
+    def _resume(self):
+        if not self._transport.is_closing():
+            self._transport.resume_reading()
 
     def send(self, text: str):
         self._send(0x1, text.encode())
@@ -198,9 +210,18 @@ class ProtocolClient:
     """A minimal Bokeh-protocol websocket client: enough to subscribe to a session, announce it
     loaded as a browser does, and count the frames the server pushes. (bokeh.client's own state
     machine recurses once per message and overflows the stack after about a thousand messages, so it
-    cannot watch a live lab.)"""
+    cannot watch a live lab.)
 
-    def __init__(self, server: AppServer | None, args=None, url: str | None = None, cookie: str | None = None):
+    read_every (s; READ_EVERY): once the first frame has come, read the socket at most that often. A read costs an
+    event loop turn and a system call whether it brings part of a message (the server writes a message's websocket
+    frames one by one, and a client that reads at once wakes between them) or a few messages. The server does not
+    see it: its writes land in the socket's buffer as before (a few frames fit), and every frame is counted, up to
+    read_every late (rates over seconds move by that much at either end; the page-open phases and the first frame
+    are read at once). A connection's end is seen up to as late. Clients whose figures are the times between
+    frames (benchmarks/hostile_links.py) leave it at None. docs/notes/serving.md has what it saves."""
+
+    def __init__(self, server: AppServer | None, args=None, url: str | None = None, cookie: str | None = None,
+                 read_every: float | None = None):
         """The page at server.url with args' query, or at url (a full URL with its query); cookie: sent with
         the page's request, as a browser that has been there before sends it (a proxy's affinity cookie)."""
         from urllib.parse import urlencode
@@ -224,13 +245,17 @@ class ProtocolClient:
         self._socket: BokehSocket | None = None
         self._asked = False
         self._needle = None                     # the histogram's id as it appears in a patch that changes it
+        self.read_every = read_every
 
     async def run(self, stop):
         self._socket = BokehSocket(self._on_message)
         headers = {"Sec-WebSocket-Protocol": f"bokeh,{self.token}", **({"Cookie": self.cookie} if self.cookie else {})}
         try:     # a cancelled client closes its socket: its session must see the page go
             # tornado's websocket_connect allowed 20 s (its request_timeout): a late websocket is an error, as before
-            await asyncio.wait_for(self._socket.connect(self.ws_url, headers), HANDSHAKE_TIMEOUT)
+            try:
+                await asyncio.wait_for(self._socket.connect(self.ws_url, headers), HANDSHAKE_TIMEOUT)
+            except TimeoutError:
+                raise TimeoutError(f"websocket not accepted within {HANDSHAKE_TIMEOUT:g} s") from None
             self.ws_headers = self._socket.headers
             stopped = asyncio.ensure_future(stop.wait())
             try:
@@ -255,7 +280,9 @@ class ProtocolClient:
                 self._found(_find_named(json.loads(content), "hist-A"))
             elif self._needle and self._needle in content:
                 self.frames += 1      # the histogram changes once per frame
-                self.first_frame = self.first_frame or time.monotonic()
+                if self.first_frame is None:
+                    self.first_frame = time.monotonic()
+                    self._socket.read_every = self.read_every
 
     def _found(self, hist_id):
         self.hist_id = hist_id
@@ -294,7 +321,7 @@ def protocol_clients(server: AppServer, n: int, args):
         for _ in range(n):
             # connect each session right after creating it: the server drops sessions left unconnected
             # for --unused-session-lifetime (5 s), and creating ten takes longer than that
-            c = await loop.run_in_executor(None, ProtocolClient, server, args)
+            c = await loop.run_in_executor(None, ProtocolClient, server, args, None, None, READ_EVERY)
             clients.append(c)
             tasks.append(asyncio.create_task(c.run(stop)))
             await asyncio.sleep(0.2)
