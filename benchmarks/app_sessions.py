@@ -27,8 +27,10 @@ import hashlib
 import json
 import os
 import re
+import socket
 import statistics
 import time
+import weakref
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -76,23 +78,20 @@ async def bokeh_messages(ws, stop):
         yield kind, content
 
 
-class BokehSocket(asyncio.Protocol):
+class BokehSocket:
     """A websocket's client end (RFC 6455, no extensions) that hands each whole Bokeh protocol message to
     `on_message(kind, content)`: its header's msgtype and its content part as text; the binary buffers are skipped
     unread. Tornado's websocket client resolves a few futures and a queue per websocket frame, and a lab's frame is
     one Bokeh message of 15 websocket frames (3 text parts, then a header and the bytes of each buffer): with the
-    clients on the cores of the server they measure, that was CPU taken from the server. Here each read from the
-    socket is parsed in one loop.
-
-    read_every (s, or None): once set, the socket is read at most that often; see ProtocolClient."""
+    clients on the cores of the server they measure, that was CPU taken from the server. Here a read from the
+    socket, however many frames it brings, is parsed in one loop; read as data comes (`receive`) or, all of a
+    loop's sockets at once, every so often (`polled`)."""
 
     def __init__(self, on_message):
         self.on_message = on_message
-        self.read_every: float | None = None
         self.headers = None                   # the handshake's answer (tornado's HTTPHeaders: case-insensitive)
+        self.sock: socket.socket | None = None
         self.closed: asyncio.Future = asyncio.get_running_loop().create_future()
-        self._accepted: asyncio.Future = asyncio.get_running_loop().create_future()
-        self._transport = None
         self._buf = bytearray()
         self._fragments: bytearray | None = None
         self._part, self._parts, self._kind, self._content = 0, 3, None, None
@@ -101,24 +100,65 @@ class BokehSocket(asyncio.Protocol):
     async def connect(self, url: str, headers: dict[str, str]):
         """Open the socket to ws://host:port/path?query with these request headers; returns once the server
         has accepted it (raises ConnectionError if it answered anything but 101)."""
+        loop = asyncio.get_running_loop()
         u = urlsplit(url)
-        await asyncio.get_running_loop().create_connection(lambda: self, u.hostname, u.port or 80)
+        for family, kind, proto, _, address in await loop.getaddrinfo(u.hostname, u.port or 80,
+                                                                         type=socket.SOCK_STREAM):
+            sock = socket.socket(family, kind, proto)
+            sock.setblocking(False)
+            try:
+                await loop.sock_connect(sock, address)
+                break
+            except OSError:
+                sock.close()
+        else:
+            raise ConnectionError(f"cannot connect to {u.netloc}")
+        self.sock = sock
         lines = [f"GET {u.path}{'?' + u.query if u.query else ''} HTTP/1.1", f"Host: {u.netloc}",
                  "Upgrade: websocket", "Connection: Upgrade", f"Sec-WebSocket-Key: {self._key}",
                  "Sec-WebSocket-Version: 13", *(f"{k}: {v}" for k, v in headers.items())]
-        self._transport.write(("\r\n".join(lines) + "\r\n\r\n").encode())
-        await self._accepted
+        await loop.sock_sendall(sock, ("\r\n".join(lines) + "\r\n\r\n").encode())
+        while self.headers is None:
+            await self.receive()
+            if self.closed.done():
+                raise ConnectionError("closed before the websocket was accepted")
 
-    def connection_made(self, transport):
-        self._transport = transport
+    async def receive(self):
+        """Wait for data, and take what has come."""
+        try:
+            data = await asyncio.get_running_loop().sock_recv(self.sock, 1 << 18)
+        except OSError:
+            data = b""
+        self.feed(data)
 
-    def connection_lost(self, exc):
-        if not self._accepted.done():
-            self._accepted.set_exception(exc or ConnectionError("closed before the websocket was accepted"))
-        if not self.closed.done():
-            self.closed.set_result(None)
+    def read_available(self):
+        """Take what has come, without waiting."""
+        while not self.closed.done():
+            try:
+                data = self.sock.recv(1 << 18)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            self.feed(data)
 
-    def data_received(self, data: bytes):
+    async def polled(self, every: float):
+        """Have the socket read every `every` s, with the other sockets polled at that period, until it closes."""
+        loop = asyncio.get_running_loop()
+        poller = _POLLERS.setdefault(loop, {}).get(every)
+        if poller is None:
+            poller = _POLLERS[loop][every] = _Poller(every)
+        poller.add(self)
+        try:
+            await asyncio.shield(self.closed)
+        finally:
+            poller.sockets.discard(self)
+
+    def feed(self, data: bytes):
+        """Parse what was read (b"": the connection has ended)."""
+        if not data:
+            self._ended()
+            return
         buf = self._buf
         buf += data
         if self.headers is None:
@@ -130,11 +170,8 @@ class BokehSocket(asyncio.Protocol):
             headers = HTTPHeaders.parse(rest + "\r\n")
             accept = base64.b64encode(hashlib.sha1(self._key.encode() + _WS_GUID).digest()).decode()
             if status.split()[1:2] != ["101"] or headers.get("Sec-WebSocket-Accept") != accept:
-                self._accepted.set_exception(ConnectionError(f"websocket refused: {status}"))
-                self._transport.close()
-                return
+                raise ConnectionError(f"websocket refused: {status}")
             self.headers = headers
-            self._accepted.set_result(None)
         pos, end = 0, len(buf)
         while end - pos >= 2:
             b0, n, at = buf[pos], buf[pos + 1] & 0x7F, pos + 2
@@ -178,32 +215,71 @@ class BokehSocket(asyncio.Protocol):
                 self._part = 0
                 self.on_message(self._kind, self._content)
         del buf[:pos]
-        if self.read_every:
-            self._transport.pause_reading()
-            asyncio.get_running_loop().call_later(self.read_every, self._resume)
-
-    def _resume(self):
-        if not self._transport.is_closing():
-            self._transport.resume_reading()
 
     def send(self, text: str):
         self._send(0x1, text.encode())
 
     def _send(self, opcode: int, payload: bytes):
-        if self._transport is None or self._transport.is_closing():
+        if self.sock is None or self.closed.done():
             return
         n = len(payload)
         head = bytes([0x80 | opcode]) + (bytes([0x80 | n]) if n < 126 else bytes([0xFE]) + n.to_bytes(2, "big")
                                          if n < 1 << 16 else bytes([0xFF]) + n.to_bytes(8, "big"))
         mask = os.urandom(4)                      # a client masks every frame (RFC 6455 5.3)
         masked = (int.from_bytes(payload, "big") ^ int.from_bytes((mask * (n // 4 + 1))[:n], "big")).to_bytes(n, "big")
-        self._transport.write(head + mask + masked)
+        frame = head + mask + masked
+        # a client's frames are a few hundred bytes, into a socket's empty send buffer
+        if self.sock.send(frame) != len(frame):
+            raise ConnectionError("the socket's send buffer is full")
 
     def close(self, code: int | None = 1000):
         """Say goodbye (a close frame) and close the connection: the session sees its page go."""
-        if self._transport is not None and not self._transport.is_closing():
-            self._send(0x8, code.to_bytes(2, "big") if code else b"")
-            self._transport.close()
+        if self.sock is not None and not self.closed.done():
+            try:
+                self._send(0x8, code.to_bytes(2, "big") if code else b"")
+            except OSError:
+                pass
+        self._ended()
+
+    def fail(self, error: Exception):
+        """End the connection with this error: what its reader raises."""
+        if not self.closed.done():
+            self.closed.set_exception(error)
+        self._ended()
+
+    def _ended(self):
+        if not self.closed.done():
+            self.closed.set_result(None)
+        if self.sock is not None:
+            self.sock.close()
+
+
+class _Poller:
+    """Reads its sockets every `every` s, all in one turn of the event loop."""
+
+    def __init__(self, every: float):
+        self.every = every
+        self.sockets: set[BokehSocket] = set()
+        self.task: asyncio.Task | None = None
+
+    def add(self, s: BokehSocket):
+        self.sockets.add(s)
+        if self.task is None or self.task.done():
+            self.task = asyncio.create_task(self._run())
+
+    async def _run(self):
+        while self.sockets:
+            await asyncio.sleep(self.every)
+            for s in list(self.sockets):
+                try:
+                    s.read_available()
+                except Exception as e:        # noqa: BLE001 (its client's error, not the other sockets')
+                    s.fail(e)
+                if s.closed.done():
+                    self.sockets.discard(s)
+
+
+_POLLERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()       # {event loop: {period: _Poller}}
 
 
 class ProtocolClient:
@@ -248,22 +324,29 @@ class ProtocolClient:
         self.read_every = read_every
 
     async def run(self, stop):
-        self._socket = BokehSocket(self._on_message)
+        self._socket = sock = BokehSocket(self._on_message)
         headers = {"Sec-WebSocket-Protocol": f"bokeh,{self.token}", **({"Cookie": self.cookie} if self.cookie else {})}
         try:     # a cancelled client closes its socket: its session must see the page go
-            # tornado's websocket_connect allowed 20 s (its request_timeout): a late websocket is an error, as before
-            try:
-                await asyncio.wait_for(self._socket.connect(self.ws_url, headers), HANDSHAKE_TIMEOUT)
+            try:     # tornado's websocket_connect allowed 20 s (its request_timeout): later is an error, as before
+                await asyncio.wait_for(sock.connect(self.ws_url, headers), HANDSHAKE_TIMEOUT)
             except TimeoutError:
                 raise TimeoutError(f"websocket not accepted within {HANDSHAKE_TIMEOUT:g} s") from None
-            self.ws_headers = self._socket.headers
-            stopped = asyncio.ensure_future(stop.wait())
-            try:
-                await asyncio.wait([stopped, self._socket.closed], return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                stopped.cancel()
+            self.ws_headers = sock.headers
+            while not stop.is_set() and not sock.closed.done():
+                if self.first_frame is not None and self.read_every:
+                    polled, stopped = asyncio.ensure_future(sock.polled(self.read_every)), asyncio.ensure_future(
+                        stop.wait())
+                    try:
+                        await asyncio.wait([polled, stopped], return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        stopped.cancel()
+                        polled.cancel()
+                    if polled.done() and not polled.cancelled() and polled.exception():
+                        raise polled.exception()
+                    break
+                await sock.receive()
         finally:
-            self._socket.close()
+            sock.close()
 
     def _on_message(self, kind: str, content: str):
         if kind == "ACK" and not self._asked:
@@ -282,7 +365,6 @@ class ProtocolClient:
                 self.frames += 1      # the histogram changes once per frame
                 if self.first_frame is None:
                     self.first_frame = time.monotonic()
-                    self._socket.read_every = self.read_every
 
     def _found(self, hist_id):
         self.hist_id = hist_id
