@@ -288,13 +288,15 @@ class ProtocolClient:
     machine recurses once per message and overflows the stack after about a thousand messages, so it
     cannot watch a live lab.)
 
-    read_every (s; READ_EVERY): once the first frame has come, read the socket at most that often. A read costs an
-    event loop turn and a system call whether it brings part of a message (the server writes a message's websocket
-    frames one by one, and a client that reads at once wakes between them) or a few messages. The server does not
-    see it: its writes land in the socket's buffer as before (a few frames fit), and every frame is counted, up to
-    read_every late (rates over seconds move by that much at either end; the page-open phases and the first frame
-    are read at once). A connection's end is seen up to as late. Clients whose figures are the times between
-    frames (benchmarks/hostile_links.py) leave it at None. docs/notes/serving.md has what it saves."""
+    read_every (s; READ_EVERY): once the first frame has come, the socket is read every read_every s, with the
+    loop's other such sockets, in one turn. A wake-up (the loop's turn, its system calls) costs about as much
+    whether it brings part of a message (the server writes a message's websocket frames one by one, and a client
+    that reads as data comes wakes between them) or a few messages. The server cannot tell: its writes land in the
+    socket's buffer either way (a few messages fit), and every frame is counted, up to read_every late (a rate over
+    seconds moves by that much at either end; the handshake, the document and the first frame are read as they
+    come, so the page-open phases are as before). A connection's end is seen up to as late. Clients whose figures
+    are the times between frames (benchmarks/hostile_links.py) leave it at None. docs/notes/deploy.md has what it
+    saves."""
 
     def __init__(self, server: AppServer | None, args=None, url: str | None = None, cookie: str | None = None,
                  read_every: float | None = None):

@@ -34,8 +34,8 @@ Issue 28's target for a class: 80 sessions each at >= 10 updates/s (min over ses
 p95 <= 1.5 s, on 2 cores: `--sessions 80 --minutes 2` on a quiet machine.
 
 The clients run in this process and cost CPU of the same cores: their share is printed, and their CPU per frame
-received. They read their sockets at most every READ_EVERY s once their first frame has come (ProtocolClient's
-read_every: the frames are all counted, the server writes as before, the clients cost a fraction).
+received. Once a client has its first frame its socket is read every 50 ms with the others (app_sessions'
+READ_EVERY: every frame counted, up to 50 ms late; the server writes as before; a fraction of the clients' CPU).
 
     python -m benchmarks.class_load [--sessions 40] [--minutes 5] [--procs N] [--hostile] [--url URL]
     python -m benchmarks.class_load --opens 100 --open-seconds 60
