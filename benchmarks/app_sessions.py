@@ -85,7 +85,7 @@ class BokehSocket:
     one Bokeh message of 15 websocket frames (3 text parts, then a header and the bytes of each buffer): with the
     clients on the cores of the server they measure, that was CPU taken from the server. Here a read from the
     socket, however many frames it brings, is parsed in one loop; read as data comes (`receive`) or, all of a
-    loop's sockets at once, every so often (`polled`)."""
+    loop's sockets at once, every so often (`poll_every`)."""
 
     def __init__(self, on_message):
         self.on_message = on_message
@@ -142,17 +142,11 @@ class BokehSocket:
                 data = b""
             self.feed(data)
 
-    async def polled(self, every: float):
-        """Have the socket read every `every` s, with the other sockets polled at that period, until it closes."""
-        loop = asyncio.get_running_loop()
-        poller = _POLLERS.setdefault(loop, {}).get(every)
-        if poller is None:
-            poller = _POLLERS[loop][every] = _Poller(every)
-        poller.add(self)
-        try:
-            await asyncio.shield(self.closed)
-        finally:
-            poller.sockets.discard(self)
+    def poll_every(self, every: float):
+        """From now on, have the socket read every `every` s with the loop's other sockets at that period (until it
+        closes: `closed`)."""
+        pollers = _POLLERS.setdefault(asyncio.get_running_loop(), {})
+        pollers.setdefault(every, _Poller(every)).add(self)
 
     def feed(self, data: bytes):
         """Parse what was read (b"": the connection has ended)."""
@@ -336,15 +330,14 @@ class ProtocolClient:
             self.ws_headers = sock.headers
             while not stop.is_set() and not sock.closed.done():
                 if self.first_frame is not None and self.read_every:
-                    polled, stopped = asyncio.ensure_future(sock.polled(self.read_every)), asyncio.ensure_future(
-                        stop.wait())
+                    sock.poll_every(self.read_every)
+                    stopped = asyncio.ensure_future(stop.wait())
                     try:
-                        await asyncio.wait([polled, stopped], return_when=asyncio.FIRST_COMPLETED)
+                        await asyncio.wait([sock.closed, stopped], return_when=asyncio.FIRST_COMPLETED)
                     finally:
                         stopped.cancel()
-                        polled.cancel()
-                    if polled.done() and not polled.cancelled() and polled.exception():
-                        raise polled.exception()
+                    if sock.closed.done():
+                        sock.closed.result()          # its reader's error, if any
                     break
                 await sock.receive()
         finally:

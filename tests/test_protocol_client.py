@@ -187,3 +187,22 @@ def test_each_change_of_the_histogram_is_one_frame(bokeh_server, read_every):
     assert seen == [t for t in range(seen[0], TICKS + 1) if t % 3], seen
     assert c.frames == len(seen)
     assert c.first_frame is not None
+
+
+def test_a_polled_socket_reads_what_came_and_sees_its_end():
+    """What --kill counts: a polled client's connection ended by the server ends its socket (`closed`)."""
+    import socket
+
+    async def main():
+        ours, theirs = socket.socketpair()
+        ours.setblocking(False)
+        s, got = await accepted_socket()
+        s.sock = ours
+        s.poll_every(0.02)
+        theirs.sendall(text(json.dumps({"msgid": "1", "msgtype": "PATCH-DOC"})) + text("{}") + HELLO)
+        await asyncio.sleep(0.2)
+        before = list(got)
+        theirs.close()
+        await asyncio.wait_for(s.closed, 5)
+        return before
+    assert asyncio.run(main()) == [("PATCH-DOC", "Hello")]
