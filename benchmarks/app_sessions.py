@@ -21,12 +21,20 @@ tests/app_browser_support.py)
 from __future__ import annotations
 
 import argparse
+import asyncio
+import base64
+import hashlib
 import json
 import os
 import re
+import socket
 import statistics
 import time
+import weakref
 from pathlib import Path
+from urllib.parse import urlsplit
+
+from tornado.httputil import HTTPHeaders
 
 from tests.app_browser_support import CHROMIUM, CHROMIUM_ARGS, AppServer
 
@@ -43,11 +51,15 @@ def query(args) -> dict:
 # what BokehJS sends once the page has rendered: Panel counts the session as loaded from then on
 DOCUMENT_READY = json.dumps({"events": [{"kind": "MessageSent", "msg_type": "bokeh_event", "msg_data": {
     "type": "event", "name": "document_ready", "values": {"type": "map"}}}]})
+HANDSHAKE_TIMEOUT = 20.0
+READ_EVERY = 0.05           # s: ProtocolClient's read_every for clients that count frames over seconds
+_WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"       # RFC 6455 1.3: the server's proof it read our key
 
 
 async def bokeh_messages(ws, stop):
-    """(msgtype, content) of each whole Bokeh protocol message on a session's websocket until `stop` is set or the
-    socket closes; the document is asked for (PULL-DOC-REQ) once the server acknowledges the connection."""
+    """(msgtype, content) of each whole Bokeh protocol message on a session's websocket (tornado's client) until
+    `stop` is set or the socket closes; the document is asked for (PULL-DOC-REQ) once the server acknowledges the
+    connection. (ProtocolClient reads its socket with BokehSocket instead.)"""
     parts, sent = [], False
     while not stop.is_set():
         frame = await ws.read_message()
@@ -66,13 +78,222 @@ async def bokeh_messages(ws, stop):
         yield kind, content
 
 
+class BokehSocket:
+    """A websocket's client end (RFC 6455, no extensions) that hands each whole Bokeh protocol message to
+    `on_message(kind, content)`: its header's msgtype and its content part as text; the binary buffers are skipped
+    unread. Tornado's websocket client resolves a few futures and a queue per websocket frame, and a lab's frame is
+    one Bokeh message of 15 websocket frames (3 text parts, then a header and the bytes of each buffer): with the
+    clients on the cores of the server they measure, that was CPU taken from the server. Here a read from the
+    socket, however many frames it brings, is parsed in one loop; read as data comes (`receive`) or, all of a
+    loop's sockets at once, every so often (`poll_every`)."""
+
+    def __init__(self, on_message):
+        self.on_message = on_message
+        self.headers = None                   # the handshake's answer (tornado's HTTPHeaders: case-insensitive)
+        self.sock: socket.socket | None = None
+        self.closed: asyncio.Future = asyncio.get_running_loop().create_future()
+        self._buf = bytearray()
+        self._fragments: bytearray | None = None
+        self._part, self._parts, self._kind, self._content = 0, 3, None, None
+        self._key = base64.b64encode(os.urandom(16)).decode()
+
+    async def connect(self, url: str, headers: dict[str, str]):
+        """Open the socket to ws://host:port/path?query with these request headers; returns once the server
+        has accepted it (raises ConnectionError if it answered anything but 101)."""
+        loop = asyncio.get_running_loop()
+        u = urlsplit(url)
+        for family, kind, proto, _, address in await loop.getaddrinfo(u.hostname, u.port or 80,
+                                                                         type=socket.SOCK_STREAM):
+            sock = socket.socket(family, kind, proto)
+            sock.setblocking(False)
+            try:
+                await loop.sock_connect(sock, address)
+                break
+            except OSError:
+                sock.close()
+        else:
+            raise ConnectionError(f"cannot connect to {u.netloc}")
+        self.sock = sock
+        lines = [f"GET {u.path}{'?' + u.query if u.query else ''} HTTP/1.1", f"Host: {u.netloc}",
+                 "Upgrade: websocket", "Connection: Upgrade", f"Sec-WebSocket-Key: {self._key}",
+                 "Sec-WebSocket-Version: 13", *(f"{k}: {v}" for k, v in headers.items())]
+        await loop.sock_sendall(sock, ("\r\n".join(lines) + "\r\n\r\n").encode())
+        while self.headers is None:
+            await self.receive()
+            if self.closed.done():
+                raise ConnectionError("closed before the websocket was accepted")
+
+    async def receive(self):
+        """Wait for data, and take what has come."""
+        try:
+            data = await asyncio.get_running_loop().sock_recv(self.sock, 1 << 18)
+        except OSError:
+            data = b""
+        self.feed(data)
+
+    def read_available(self):
+        """Take what has come, without waiting."""
+        while not self.closed.done():
+            try:
+                data = self.sock.recv(1 << 18)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""
+            self.feed(data)
+
+    def poll_every(self, every: float):
+        """From now on, have the socket read every `every` s with the loop's other sockets at that period (until it
+        closes: `closed`)."""
+        pollers = _POLLERS.setdefault(asyncio.get_running_loop(), {})
+        pollers.setdefault(every, _Poller(every)).add(self)
+
+    def feed(self, data: bytes):
+        """Parse what was read (b"": the connection has ended)."""
+        if not data:
+            self._ended()
+            return
+        buf = self._buf
+        buf += data
+        if self.headers is None:
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            status, _, rest = bytes(buf[:end]).decode("latin-1").partition("\r\n")
+            del buf[:end + 4]
+            headers = HTTPHeaders.parse(rest + "\r\n")
+            accept = base64.b64encode(hashlib.sha1(self._key.encode() + _WS_GUID).digest()).decode()
+            if status.split()[1:2] != ["101"] or headers.get("Sec-WebSocket-Accept") != accept:
+                raise ConnectionError(f"websocket refused: {status}")
+            self.headers = headers
+        pos, end = 0, len(buf)
+        while end - pos >= 2:
+            b0, n, at = buf[pos], buf[pos + 1] & 0x7F, pos + 2
+            if buf[pos + 1] & 0x80:               # a server must not mask its frames (RFC 6455 5.1)
+                self.close(1002)
+                return
+            if n == 126:
+                if end - at < 2:
+                    break
+                n, at = int.from_bytes(buf[at:at + 2], "big"), at + 2
+            elif n == 127:
+                if end - at < 8:
+                    break
+                n, at = int.from_bytes(buf[at:at + 8], "big"), at + 8
+            if end - at < n:
+                break
+            pos = at + n
+            opcode = b0 & 0x0F
+            if opcode >= 8:                       # control frames: never fragmented, may come between fragments
+                if opcode == 8:
+                    self.close(int.from_bytes(buf[at:at + 2], "big") if n >= 2 else None)
+                    return
+                if opcode == 9:
+                    self._send(0xA, bytes(buf[at:pos]))
+                continue
+            if not b0 & 0x80 or self._fragments is not None:      # a fragmented message: one part once whole
+                self._fragments = (self._fragments or bytearray()) + buf[at:pos]
+                if not b0 & 0x80:
+                    continue
+                payload, self._fragments = self._fragments, None
+            else:
+                payload = None
+            part = self._part
+            if part == 0:
+                header = json.loads(payload if payload is not None else buf[at:pos])
+                self._kind, self._parts = header["msgtype"], 3 + 2 * int(header.get("num_buffers", 0))
+            elif part == 2:
+                self._content = (payload if payload is not None else buf[at:pos]).decode()
+            self._part = part + 1
+            if self._part == self._parts:
+                self._part = 0
+                self.on_message(self._kind, self._content)
+        del buf[:pos]
+
+    def send(self, text: str):
+        self._send(0x1, text.encode())
+
+    def _send(self, opcode: int, payload: bytes):
+        if self.sock is None or self.closed.done():
+            return
+        n = len(payload)
+        head = bytes([0x80 | opcode]) + (bytes([0x80 | n]) if n < 126 else bytes([0xFE]) + n.to_bytes(2, "big")
+                                         if n < 1 << 16 else bytes([0xFF]) + n.to_bytes(8, "big"))
+        mask = os.urandom(4)                      # a client masks every frame (RFC 6455 5.3)
+        masked = (int.from_bytes(payload, "big") ^ int.from_bytes((mask * (n // 4 + 1))[:n], "big")).to_bytes(n, "big")
+        frame = head + mask + masked
+        # a client's frames are a few hundred bytes, into a socket's empty send buffer
+        if self.sock.send(frame) != len(frame):
+            raise ConnectionError("the socket's send buffer is full")
+
+    def close(self, code: int | None = 1000):
+        """Say goodbye (a close frame) and close the connection: the session sees its page go."""
+        if self.sock is not None and not self.closed.done():
+            try:
+                self._send(0x8, code.to_bytes(2, "big") if code else b"")
+            except OSError:
+                pass
+        self._ended()
+
+    def fail(self, error: Exception):
+        """End the connection with this error: what its reader raises."""
+        if not self.closed.done():
+            self.closed.set_exception(error)
+        self._ended()
+
+    def _ended(self):
+        if not self.closed.done():
+            self.closed.set_result(None)
+        if self.sock is not None:
+            self.sock.close()
+
+
+class _Poller:
+    """Reads its sockets every `every` s, all in one turn of the event loop."""
+
+    def __init__(self, every: float):
+        self.every = every
+        self.sockets: set[BokehSocket] = set()
+        self.task: asyncio.Task | None = None
+
+    def add(self, s: BokehSocket):
+        self.sockets.add(s)
+        if self.task is None or self.task.done():
+            self.task = asyncio.create_task(self._run())
+
+    async def _run(self):
+        while self.sockets:
+            await asyncio.sleep(self.every)
+            for s in list(self.sockets):
+                try:
+                    s.read_available()
+                except Exception as e:        # noqa: BLE001 (its client's error, not the other sockets')
+                    s.fail(e)
+                if s.closed.done():
+                    self.sockets.discard(s)
+
+
+_POLLERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()       # {event loop: {period: _Poller}}
+
+
 class ProtocolClient:
     """A minimal Bokeh-protocol websocket client: enough to subscribe to a session, announce it
     loaded as a browser does, and count the frames the server pushes. (bokeh.client's own state
     machine recurses once per message and overflows the stack after about a thousand messages, so it
-    cannot watch a live lab.)"""
+    cannot watch a live lab.)
 
-    def __init__(self, server: AppServer | None, args=None, url: str | None = None, cookie: str | None = None):
+    read_every (s; READ_EVERY): once the first frame has come, the socket is read every read_every s, with the
+    loop's other such sockets, in one turn. A wake-up (the loop's turn, its system calls) costs about as much
+    whether it brings part of a message (the server writes a message's websocket frames one by one, and a client
+    that reads as data comes wakes between them) or a few messages. The server cannot tell: its writes land in the
+    socket's buffer either way (a few messages fit), and every frame is counted, up to read_every late (a rate over
+    seconds moves by that much at either end; the handshake, the document and the first frame are read as they
+    come, so the page-open phases are as before). A connection's end is seen up to as late. Clients whose figures
+    are the times between frames (benchmarks/hostile_links.py) leave it at None. docs/notes/deploy.md has what it
+    saves."""
+
+    def __init__(self, server: AppServer | None, args=None, url: str | None = None, cookie: str | None = None,
+                 read_every: float | None = None):
         """The page at server.url with args' query, or at url (a full URL with its query); cookie: sent with
         the page's request, as a browser that has been there before sends it (a proxy's affinity cookie)."""
         from urllib.parse import urlencode
@@ -93,31 +314,60 @@ class ProtocolClient:
         self.ws_headers = None
         self.frames = 0
         self.hist_id = None
+        self._socket: BokehSocket | None = None
+        self._asked = False
+        self._needle = None                     # the histogram's id as it appears in a patch that changes it
+        self.read_every = read_every
 
     async def run(self, stop):
-        from tornado.httpclient import HTTPRequest
-        from tornado.websocket import websocket_connect
-        request = HTTPRequest(self.ws_url, headers={"Cookie": self.cookie} if self.cookie else None)
-        ws = await websocket_connect(request, subprotocols=["bokeh", self.token], max_message_size=1 << 30)
-        self.ws_headers = ws.headers
+        self._socket = sock = BokehSocket(self._on_message)
+        headers = {"Sec-WebSocket-Protocol": f"bokeh,{self.token}", **({"Cookie": self.cookie} if self.cookie else {})}
         try:     # a cancelled client closes its socket: its session must see the page go
-            async for kind, content in bokeh_messages(ws, stop):
-                if kind == "PULL-DOC-REPLY":
-                    self.on_patch(content)
-                    self.hist_id = _find_named(json.loads(content), "hist-A")
-                    for part in (json.dumps({"msgid": "2", "msgtype": "PATCH-DOC"}), "{}", DOCUMENT_READY):
-                        await ws.write_message(part)
-                elif kind == "PATCH-DOC":
-                    self.on_patch(content)
-                    if self.hist_id is None and '"hist-A"' in content:
-                        # the runs are built after the page opens: their figures arrive in a patch
-                        self.hist_id = _find_named(json.loads(content), "hist-A")
-                    elif self.hist_id and f'"id":"{self.hist_id}"' in content:
-                        self.frames += 1      # the histogram changes once per frame
-                        self.first_frame = self.first_frame or time.monotonic()
+            try:     # tornado's websocket_connect allowed 20 s (its request_timeout): later is an error, as before
+                await asyncio.wait_for(sock.connect(self.ws_url, headers), HANDSHAKE_TIMEOUT)
+            except TimeoutError:
+                raise TimeoutError(f"websocket not accepted within {HANDSHAKE_TIMEOUT:g} s") from None
+            self.ws_headers = sock.headers
+            while not stop.is_set() and not sock.closed.done():
+                if self.first_frame is not None and self.read_every:
+                    sock.poll_every(self.read_every)
+                    stopped = asyncio.ensure_future(stop.wait())
+                    try:
+                        await asyncio.wait([sock.closed, stopped], return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        stopped.cancel()
+                    if sock.closed.done():
+                        sock.closed.result()          # its reader's error, if any
+                    break
+                await sock.receive()
         finally:
-            ws.close()
+            sock.close()
 
+    def _on_message(self, kind: str, content: str):
+        if kind == "ACK" and not self._asked:
+            self._asked = True
+            self._send("1", "PULL-DOC-REQ", "{}")
+        elif kind == "PULL-DOC-REPLY":
+            self.on_patch(content)
+            self._found(_find_named(json.loads(content), "hist-A"))
+            self._send("2", "PATCH-DOC", DOCUMENT_READY)
+        elif kind == "PATCH-DOC":
+            self.on_patch(content)
+            if self.hist_id is None and '"hist-A"' in content:
+                # the runs are built after the page opens: their figures arrive in a patch
+                self._found(_find_named(json.loads(content), "hist-A"))
+            elif self._needle and self._needle in content:
+                self.frames += 1      # the histogram changes once per frame
+                if self.first_frame is None:
+                    self.first_frame = time.monotonic()
+
+    def _found(self, hist_id):
+        self.hist_id = hist_id
+        self._needle = f'"id":"{hist_id}"' if hist_id else None
+
+    def _send(self, msgid: str, msgtype: str, content: str):
+        for part in (json.dumps({"msgid": msgid, "msgtype": msgtype}), "{}", content):
+            self._socket.send(part)
 
     def on_patch(self, content: str) -> None:
         """The document, then each change the server pushes (JSON text), for clients that look for more than
@@ -141,8 +391,6 @@ def _find_named(obj, name):
 
 
 def protocol_clients(server: AppServer, n: int, args):
-    import asyncio
-
     async def main():
         stop = asyncio.Event()
         clients, tasks = [], []
@@ -150,7 +398,7 @@ def protocol_clients(server: AppServer, n: int, args):
         for _ in range(n):
             # connect each session right after creating it: the server drops sessions left unconnected
             # for --unused-session-lifetime (5 s), and creating ten takes longer than that
-            c = await loop.run_in_executor(None, ProtocolClient, server, args)
+            c = await loop.run_in_executor(None, ProtocolClient, server, args, None, None, READ_EVERY)
             clients.append(c)
             tasks.append(asyncio.create_task(c.run(stop)))
             await asyncio.sleep(0.2)

@@ -33,7 +33,9 @@ all playing.
 Issue 28's target for a class: 80 sessions each at >= 10 updates/s (min over sessions) and page open
 p95 <= 1.5 s, on 2 cores: `--sessions 80 --minutes 2` on a quiet machine.
 
-The clients run in this process and cost CPU of the same cores: their share is printed.
+The clients run in this process and cost CPU of the same cores: their share is printed, and their CPU per frame
+received. Once a client has its first frame its socket is read every 50 ms with the others (app_sessions'
+READ_EVERY: every frame counted, up to 50 ms late; the server writes as before; a fraction of the clients' CPU).
 
     python -m benchmarks.class_load [--sessions 40] [--minutes 5] [--procs N] [--hostile] [--url URL]
     python -m benchmarks.class_load --opens 100 --open-seconds 60
@@ -59,7 +61,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from app.views.connection import RECONNECT_COOKIE
-from benchmarks.app_sessions import ProtocolClient, cpu_seconds
+from benchmarks.app_sessions import READ_EVERY, ProtocolClient, cpu_seconds
 from deploy.class_server import RECONNECTS_PER_S, UNUSED_SESSION_MS, _descendants, free_port, start
 
 LIFETIME_S = UNUSED_SESSION_MS / 1000     # the deployment's, set in main()
@@ -104,7 +106,7 @@ class Student:
     async def open(self, pool, stop: asyncio.Event, cookie: str | None = None):
         try:
             self.client = await asyncio.get_running_loop().run_in_executor(pool, ProtocolClient, None, None,
-                                                                           self.url, cookie)
+                                                                           self.url, cookie, READ_EVERY)
         except Exception as e:            # noqa: BLE001 (a failed open is a figure, not the end of the run)
             self.error = f"open: {e!r}"[:200]
             return
@@ -252,7 +254,9 @@ async def play(base: str, servers: Servers, args):
         me = (time.process_time() - me0) / dt
         rates = {id(s): (s.client.frames - f0[id(s)]) / dt if s.client else 0.0 for s in everyone}
         errors = [(s.name, s.check()) for s in everyone if s.check()]
-        print(f"  (the {len(everyone)} clients used {100 * me:.0f} % CPU)")
+        received = sum(rates.values()) * dt
+        print(f"  (the {len(everyone)} clients used {100 * me:.0f} % CPU"
+              + (f", {1000 * me * dt / received:.2f} ms a frame received)" if received else ")"))
         servers.report(c0, dt)
         if args.heavy:
             await beside_heavy_tabs(base, students, rates, pool, stop, args, servers.dep)
