@@ -53,14 +53,20 @@ import hashlib
 import inspect
 import json
 import logging
+import struct
+import sys
 from functools import lru_cache
+
+import numpy as np
 
 from bokeh.core.has_props import HasProps
 from bokeh.core.property.bases import Property
 from bokeh.core.property.descriptors import UnsetValueError
 from bokeh.core.property.singletons import Undefined
-from bokeh.core.property.wrappers import PropertyValueContainer
-from bokeh.core.serialization import Serializer
+from bokeh.core.property.wrappers import PropertyValueColumnData, PropertyValueContainer
+from bokeh.core.json_encoder import PayloadEncoder, serialize_json
+from bokeh.core.serialization import Buffer, Serializer
+from bokeh.document.events import ColumnDataChangedEvent, ColumnsStreamedEvent, ModelChangedEvent
 from bokeh.document.json import PatchJson
 from bokeh.document.models import DocumentModelManager
 from bokeh.model import Model
@@ -68,6 +74,8 @@ from bokeh.protocol.message import Message
 from bokeh.protocol.messages.patch_doc import patch_doc
 from bokeh.server.views.ws import WSHandler
 from bokeh.settings import settings
+from bokeh.util import serialization as bokeh_ids
+from bokeh.util.serialization import BINARY_ARRAY_TYPES, make_id, transform_array
 from panel.io import document as panel_document
 from panel.pane import HTML
 from panel.pane.markup import HTMLBasePane
@@ -82,7 +90,12 @@ REVIEWED = {"query_properties_with_values": "e864a09d384658f4", "_overridden_def
             "synced_references": "bb89fdd70092681a", "Serializer.__init__": "d676c85b3021e564",
             "Serializer.has_ref": "6b31df528992f912", "Serializer.get_ref": "82afd21da3fb869e",
             "ws.write_message": "e085015d2fafba0a", "ws._write_frame": "5972981bcbf6a255",
-            "Serializer._encode_list": "7cfa20b6ba441d04", "HTMLBasePane._update": "613bc39eb9e70c3b"}
+            "Serializer._encode_list": "7cfa20b6ba441d04", "HTMLBasePane._update": "613bc39eb9e70c3b",
+            "ColumnDataChangedEvent.to_serializable": "f628367c5f5a9e6e", "ColumnsStreamedEvent.to_serializable": "6ae31738c93fcfc5",
+            "ModelChangedEvent.to_serializable": "77f9daaa79626f75", "Serializer.encode": "0c63028ef5992b33", "Serializer._encode": "50d5fe6d90c5829b",
+            "Serializer._encode_dict": "a951d135637a3d03", "Serializer._encode_int": "fb35257bca78c769", "Serializer._encode_float": "190419630a3e4b28",
+            "Serializer._encode_ndarray": "897a3b6cef436ae3", "transform_array": "a6b4c2d4d60a3269", "make_id": "6aad313a0079909d", "Message.create_header": "b352fd1f95f139c9",
+            "Message.header_json": "4dfdffa1a2544b20", "Message.metadata_json": "cd974b0b160af061", "serialize_json": "40c84c5d9b80d9bf"}
 ORIGINAL = {"query_properties_with_values": HasProps.query_properties_with_values,
             "_overridden_defaults": HasProps._overridden_defaults.__func__,
             "themed_default": Property.themed_default, "send": Message.send, "write_buffers": Message.write_buffers,
@@ -91,12 +104,27 @@ ORIGINAL = {"query_properties_with_values": HasProps.query_properties_with_value
             "Serializer.__init__": Serializer.__init__, "Serializer.has_ref": Serializer.has_ref,
             "Serializer.get_ref": Serializer.get_ref, "ws.write_message": WebSocketProtocol13.write_message,
             "ws._write_frame": WebSocketProtocol13._write_frame, "Serializer._encode_list": Serializer._encode_list,
-            "HTMLBasePane._update": HTMLBasePane._update}
+            "HTMLBasePane._update": HTMLBasePane._update,
+            "ColumnDataChangedEvent.to_serializable": ColumnDataChangedEvent.to_serializable,
+            "ColumnsStreamedEvent.to_serializable": ColumnsStreamedEvent.to_serializable,
+            "ModelChangedEvent.to_serializable": ModelChangedEvent.to_serializable,
+            "Serializer.encode": Serializer.encode, "Serializer._encode": Serializer._encode,
+            "Serializer._encode_dict": Serializer._encode_dict, "Serializer._encode_int": Serializer._encode_int,
+            "Serializer._encode_float": Serializer._encode_float, "Serializer._encode_ndarray": Serializer._encode_ndarray,
+            "transform_array": transform_array, "make_id": make_id, "Message.create_header": Message.create_header.__func__,
+            "Message.header_json": Message.header_json.fget, "Message.metadata_json": Message.metadata_json.fget,
+            "serialize_json": serialize_json}
 IMMUTABLE = (str, int, float, bool, type(None))
 # read by Bokeh for every id it makes and every message it writes (seven times a frame), each read a search of the
 # environment and the config files: their values at the server's start, kept as Bokeh's own user-set values
 FROZEN_SETTINGS = (settings.simple_ids, settings.pretty)
 _defaults: dict = {}
+SIMPLE_IDS, PRETTY = settings.simple_ids(), settings.pretty()     # as FROZEN_SETTINGS keeps them
+MAX_SAFE_INT = 2**53 - 1           # Bokeh's _MAX_SAFE_INT: integers JavaScript holds exactly
+FLOAT = {float}
+BINARY_NAMES = {dtype: dtype.name for dtype in BINARY_ARRAY_TYPES}    # native byte order: others go Bokeh's way
+CONTENT_JSON = PayloadEncoder(separators=(",", ":")).encode          # serialize_json's, not pretty
+FRAME_HEADER = (struct.Struct("BB").pack, struct.Struct("!BBH").pack, struct.Struct("!BBQ").pack)
 log = logging.getLogger(__name__)
 
 
@@ -158,7 +186,8 @@ def parts(message: Message) -> list[tuple[str | bytes, bool]]:
     """A message's websocket frames in Bokeh's order: (payload, binary)."""
     out = [(message.header_json, False), (message.metadata_json, False), (message.content_json, False)]
     for buffer in message._buffers:
-        out += [(json.dumps(buffer.ref), False), (buffer.to_bytes(), True)]
+        # json.dumps(buffer.ref): an id is Bokeh's "p" and digits, or a UUID, neither of which JSON escapes
+        out += [(f'{{"id": "{buffer.id}"}}', False), (buffer.to_bytes(), True)]
     return out
 
 
@@ -174,7 +203,20 @@ class _Gather:
 
 def frames_of(ws: WebSocketProtocol13, frames: list[tuple[str | bytes, bool]]) -> bytes:
     """The websocket frames of a message's parts, each framed as tornado's `WebSocketProtocol13.write_message`
-    frames it (its compression and byte counts included, by its own `_write_frame`), in one string of bytes."""
+    frames it (its compression and byte counts included), in one string of bytes. Uncompressed and unmasked (a
+    server's websocket without permessage-deflate) each frame's header is `_write_frame`'s, written here."""
+    if ws._compressor is None and not ws.mask_outgoing:
+        out, size = [], 0
+        for payload, binary in frames:
+            message = payload.encode() if type(payload) is str else payload
+            n = len(message)
+            opcode = 0x82 if binary else 0x81          # FIN and the opcode; RSV bits unset without compression
+            out += [FRAME_HEADER[0](opcode, n) if n < 126 else FRAME_HEADER[1](opcode, 126, n) if n <= 0xFFFF
+                    else FRAME_HEADER[2](opcode, 127, n), message]
+            size += n
+            ws._wire_bytes_out += len(out[-2]) + n
+        ws._message_bytes_out += size
+        return b"".join(out)
     gather = _Gather()
     stream, ws.stream = ws.stream, gather
     try:
@@ -258,20 +300,103 @@ class SyncedSerializer(Serializer):
         return obj[:]
 
 
+class FrameEncoder:
+    """A PATCH-DOC's events as Bokeh's Serializer encodes them (see the module's docstring): a frame's own kinds of
+    event and value here, anything else by a SyncedSerializer made when first needed, the buffers of both kept in the
+    order they were met (the order Bokeh's would meet them in)."""
+
+    __slots__ = ("models", "buffers", "serializer")
+
+    def __init__(self, models: DocumentModelManager):
+        self.models, self.buffers, self.serializer = models, [], None
+
+    def bokeh(self, obj):
+        serializer = self.serializer
+        if serializer is None:
+            serializer = self.serializer = SyncedSerializer(self.models)
+        rep = serializer.encode(obj)
+        if serializer._buffers:
+            self.buffers += serializer._buffers
+            serializer._buffers.clear()
+        return rep
+
+    def event(self, event):
+        kind = type(event)
+        if kind is ColumnDataChangedEvent:
+            data, cols = event.data, event.cols
+            if data is None:
+                data = getattr(event.model, event.attr)
+            if cols is not None:
+                data = {col: value for col in cols if (value := data.get(col)) is not None}
+            return {"kind": "ColumnDataChanged", "model": {"id": event.model.id}, "attr": event.attr,
+                    "data": self.value(data), "cols": self.value(cols)}
+        if kind is ColumnsStreamedEvent:
+            return {"kind": "ColumnsStreamed", "model": {"id": event.model.id}, "attr": event.attr,
+                    "data": self.value(event.data), "rollover": event.rollover}
+        if kind is ModelChangedEvent:
+            return {"kind": "ModelChanged", "model": {"id": event.model.id}, "attr": event.attr,
+                    "new": self.value(event.new)}
+        return self.bokeh(event)
+
+    def value(self, obj):
+        kind = type(obj)
+        if kind is str or kind is bool or obj is None:
+            return obj
+        if kind is float:
+            return obj if obj - obj == 0.0 else self.bokeh(obj)     # NaN and infinities spelled out by Bokeh
+        if kind is int:
+            return obj if -MAX_SAFE_INT < obj <= MAX_SAFE_INT else self.bokeh(obj)
+        if kind is list:
+            # a list of finite floats is its own encoding (SyncedSerializer's); the sum of one is finite unless
+            # it overflows, which Bokeh's way then encodes all the same
+            if {*map(type, obj)} <= FLOAT and (total := sum(obj)) - total == 0.0:
+                return obj[:]
+            return [self.value(v) for v in obj]
+        if kind is dict or kind is PropertyValueColumnData:
+            if not obj:
+                return {"type": "map"}
+            return {"type": "map", "entries": [(self.value(k), self.value(v)) for k, v in obj.items()]}
+        if kind is np.ndarray and obj.ndim and obj.flags.c_contiguous:
+            dtype = BINARY_NAMES.get(obj.dtype)
+            if dtype is not None:
+                buffer = Buffer(fast_id(), obj.data)
+                self.buffers.append(buffer)
+                # the buffer's reference, which PayloadEncoder writes in place of a Buffer
+                return {"type": "ndarray", "array": {"type": "bytes", "data": {"id": buffer.id}}, "shape": list(obj.shape),
+                        "dtype": dtype, "order": sys.byteorder}
+        return self.bokeh(obj)
+
+
+def fast_id() -> str:
+    """Bokeh's `make_id` with its settings read once (FROZEN_SETTINGS) and without its import at each call."""
+    if not SIMPLE_IDS:
+        return make_id()
+    with bokeh_ids._simple_id_lock:
+        bokeh_ids._simple_id += 1
+        return f"p{bokeh_ids._simple_id}"
+
+
 def create_patch_doc(cls, events, **metadata):
-    """Bokeh's `patch_doc.create`, with SyncedSerializer (see the module's docstring)."""
-    header = cls.create_header()
+    """Bokeh's `patch_doc.create`, its events encoded by FrameEncoder and its parts' JSON written as Bokeh writes
+    them (see the module's docstring)."""
+    msgid = fast_id()
     if not events:
         raise ValueError("PATCH-DOC message requires at least one event")
     docs = {event.document for event in events}
     if len(docs) != 1:
         raise ValueError("PATCH-DOC message configured with events for more than one document")
     [doc] = docs
-    serializer = SyncedSerializer(doc.models)
-    patch_json = PatchJson(events=serializer.encode(events))
-    doc.models.flush_synced(lambda model: not serializer.has_ref(model))
-    msg = cls(header, metadata, patch_json)
-    msg.add_buffers(*serializer.buffers)
+    encoder = FrameEncoder(doc.models)
+    patch_json = PatchJson(events=[encoder.event(event) for event in events])
+    if encoder.serializer is not None:       # without one no model went whole: Bokeh's flush would keep them all
+        doc.models.flush_synced(lambda model: not encoder.serializer.has_ref(model))
+    msg = cls({"msgid": msgid, "msgtype": cls.msgtype}, metadata, patch_json)
+    msg.add_buffers(*encoder.buffers)
+    if not PRETTY:
+        msg._content_json = CONTENT_JSON(patch_json)
+        msg._metadata_json = "{}" if not metadata else None
+        if SIMPLE_IDS:
+            msg._header_json = f'{{"msgid": "{msgid}", "msgtype": "{cls.msgtype}", "num_buffers": {len(encoder.buffers)}}}'
     return msg
 
 
