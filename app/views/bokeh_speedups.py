@@ -62,6 +62,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import inspect
+import json
 import logging
 import struct
 import sys
@@ -73,7 +74,12 @@ from bokeh.core.json_encoder import PayloadEncoder, serialize_json
 from bokeh.core.property.bases import Property
 from bokeh.core.property.descriptors import UnsetValueError
 from bokeh.core.property.singletons import Undefined
-from bokeh.core.property.wrappers import PropertyValueColumnData, PropertyValueContainer
+from bokeh.core.property.wrappers import (
+    PropertyValueColumnData,
+    PropertyValueContainer,
+    PropertyValueDict,
+    PropertyValueList,
+)
 from bokeh.core.serialization import Buffer, Serializer
 from bokeh.document.events import ColumnDataChangedEvent, ColumnsStreamedEvent, ModelChangedEvent
 from bokeh.document.json import PatchJson
@@ -137,9 +143,16 @@ SIMPLE_IDS, PRETTY = settings.simple_ids(), settings.pretty()     # as FROZEN_SE
 MAX_SAFE_INT = 2**53 - 1           # Bokeh's _MAX_SAFE_INT: integers JavaScript holds exactly
 FLOAT = {float}
 # the types FrameEncoder encodes itself, unless Bokeh has been given an encoder of one of them (Serializer.register)
-OWN_TYPES = {str, bool, float, int, list, dict, PropertyValueColumnData, np.ndarray, type(None)}
+OWN_TYPES = {str, bool, float, int, list, dict, PropertyValueList, PropertyValueDict, PropertyValueColumnData,
+             np.ndarray, type(None)}
 BINARY_NAMES = {dtype: dtype.name for dtype in BINARY_ARRAY_TYPES}    # native byte order: others go Bokeh's way
 CONTENT_JSON = PayloadEncoder(separators=(",", ":")).encode          # serialize_json's, not pretty
+ESCAPE = json.encoder.encode_basestring_ascii                          # ... and its strings' (ensure_ascii)
+FLOAT_LISTS: dict[int, str] = {}   # n -> the %-format of a JSON list of n floats to 17 significant digits
+COLUMN_DATA_CHANGED = '{"kind":"ColumnDataChanged","model":{"id":%s},"attr":%s,"data":%s,"cols":%s}'
+COLUMNS_STREAMED = '{"kind":"ColumnsStreamed","model":{"id":%s},"attr":%s,"data":%s,"rollover":%s}'
+MODEL_CHANGED = '{"kind":"ModelChanged","model":{"id":%s},"attr":%s,"new":%s}'
+NDARRAY = '{"type":"ndarray","array":{"type":"bytes","data":{"id":%s}},"shape":[%s],"dtype":"%s","order":"%s"}'
 FRAME_HEADER = (struct.Struct("BB").pack, struct.Struct("!BBH").pack, struct.Struct("!BBQ").pack)
 log = logging.getLogger(__name__)
 
@@ -327,9 +340,9 @@ class SyncedSerializer(Serializer):
 
 
 class FrameEncoder:
-    """A PATCH-DOC's events as Bokeh's Serializer encodes them (see the module's docstring): a frame's own kinds of
-    event and value here, anything else by a SyncedSerializer made when first needed, the buffers of both kept in the
-    order they were met (the order Bokeh's would meet them in)."""
+    """A PATCH-DOC's events as the JSON of Bokeh's Serializer's encoding (see the module's docstring): a frame's own
+    kinds of event and value written here, anything else encoded by a SyncedSerializer made when first needed, the
+    buffers of both kept in the order they were met (the order Bokeh's would meet them in)."""
 
     __slots__ = ("models", "buffers", "serializer")
 
@@ -337,6 +350,7 @@ class FrameEncoder:
         self.models, self.buffers, self.serializer = models, [], None
 
     def bokeh(self, obj):
+        """obj's encoding by SyncedSerializer (Bokeh's, models the page has as references)."""
         serializer = self.serializer
         if serializer is None:
             serializer = self.serializer = SyncedSerializer(self.models)
@@ -346,7 +360,7 @@ class FrameEncoder:
             serializer._buffers.clear()
         return rep
 
-    def event(self, event):
+    def event(self, event) -> str:
         kind = type(event)
         if kind is ColumnDataChangedEvent:
             data, cols = event.data, event.cols
@@ -354,46 +368,66 @@ class FrameEncoder:
                 data = getattr(event.model, event.attr)
             if cols is not None:
                 data = {col: value for col in cols if (value := data.get(col)) is not None}
-            return {"kind": "ColumnDataChanged", "model": {"id": event.model.id}, "attr": event.attr,
-                    "data": self.value(data), "cols": self.value(cols)}
-        if kind is ColumnsStreamedEvent:
-            return {"kind": "ColumnsStreamed", "model": {"id": event.model.id}, "attr": event.attr,
-                    "data": self.value(event.data), "rollover": event.rollover}
+            return COLUMN_DATA_CHANGED % (ESCAPE(event.model.id), ESCAPE(event.attr), self.json(data), self.json(cols))
+        if kind is ColumnsStreamedEvent and (event.rollover is None or type(event.rollover) is int):
+            return COLUMNS_STREAMED % (ESCAPE(event.model.id), ESCAPE(event.attr), self.json(event.data),
+                                       "null" if event.rollover is None else int.__repr__(event.rollover))
         if kind is ModelChangedEvent:
-            return {"kind": "ModelChanged", "model": {"id": event.model.id}, "attr": event.attr,
-                    "new": self.value(event.new)}
-        return self.bokeh(event)
+            return MODEL_CHANGED % (ESCAPE(event.model.id), ESCAPE(event.attr), self.json(event.new))
+        return CONTENT_JSON(self.bokeh(event))
 
-    def value(self, obj):
+    def json(self, obj) -> str:
         kind = type(obj)
-        if kind is str or kind is bool or obj is None:
-            return obj
+        if kind is str:
+            return ESCAPE(obj)
         if kind is float:
             if obj - obj == 0.0:
-                return obj
+                return float.__repr__(obj)
             # NaN and the infinities, spelled out as Bokeh's `_encode_float` does (JSON has no word for them)
-            return {"type": "number", "value": "nan" if obj != obj else "-inf" if obj < 0 else "+inf"}
-        if kind is int:
-            return obj if -MAX_SAFE_INT < obj <= MAX_SAFE_INT else self.bokeh(obj)
-        if kind is list:
-            # a list of finite floats is its own encoding (SyncedSerializer's); the sum of one is finite unless
-            # it overflows, which Bokeh's way then encodes all the same
+            return '{"type":"number","value":"%s"}' % ("nan" if obj != obj else "-inf" if obj < 0 else "+inf")
+        if obj is None:
+            return "null"
+        if kind is bool:
+            return "true" if obj else "false"
+        if kind is int and -MAX_SAFE_INT < obj <= MAX_SAFE_INT:
+            return int.__repr__(obj)
+        if kind is list or kind is PropertyValueList:
+            # finite floats to 17 significant digits (see the module's docstring); the sum of finite floats is
+            # finite unless it overflows, which then goes the slower way all the same
             if {*map(type, obj)} <= FLOAT and (total := sum(obj)) - total == 0.0:
-                return obj[:]
-            return [self.value(v) for v in obj]
-        if kind is dict or kind is PropertyValueColumnData:
+                n = len(obj)
+                form = FLOAT_LISTS.get(n)
+                if form is None:
+                    form = FLOAT_LISTS[n] = "[" + ",".join(["%.17g"] * n) + "]"
+                return form % tuple(obj)
+            return "[" + ",".join([self.json(v) for v in obj]) + "]"
+        if kind is dict or kind is PropertyValueColumnData or kind is PropertyValueDict:
             if not obj:
-                return {"type": "map"}
-            return {"type": "map", "entries": [(self.value(k), self.value(v)) for k, v in obj.items()]}
+                return '{"type":"map"}'
+            return ('{"type":"map","entries":['
+                    + ",".join(["[" + self.json(k) + "," + self.json(v) + "]" for k, v in obj.items()]) + "]}")
         if kind is np.ndarray and obj.ndim and obj.flags.c_contiguous:
             dtype = BINARY_NAMES.get(obj.dtype)
             if dtype is not None:
                 buffer = Buffer(fast_id(), obj.data)
                 self.buffers.append(buffer)
-                # the buffer's reference, which PayloadEncoder writes in place of a Buffer
-                return {"type": "ndarray", "array": {"type": "bytes", "data": {"id": buffer.id}},
-                        "shape": list(obj.shape), "dtype": dtype, "order": sys.byteorder}
-        return self.bokeh(obj)
+                return NDARRAY % (ESCAPE(buffer.id), ",".join(map(int.__repr__, obj.shape)), dtype, sys.byteorder)
+        return CONTENT_JSON(self.bokeh(obj))
+
+
+class FramePatchDoc(patch_doc):
+    """A PATCH-DOC made by create_patch_doc, its content written as JSON: decoded from it if asked for (nothing on
+    the server asks: a message is sent as its JSON)."""
+
+    @property
+    def content(self):
+        if self._content is None and self._content_json:
+            self._content = json.loads(self._content_json)
+        return self._content
+
+    @content.setter
+    def content(self, value) -> None:
+        self._content, self._content_json = value, None
 
 
 def fast_id() -> str:
@@ -406,8 +440,8 @@ def fast_id() -> str:
 
 
 def create_patch_doc(cls, events, **metadata):
-    """Bokeh's `patch_doc.create`, its events encoded by FrameEncoder and its parts' JSON written as Bokeh writes
-    them (see the module's docstring)."""
+    """Bokeh's `patch_doc.create`, its events written as JSON by FrameEncoder and its header and metadata as Bokeh
+    writes them (see the module's docstring)."""
     msgid = fast_id()
     if not events:
         raise ValueError("PATCH-DOC message requires at least one event")
@@ -416,17 +450,21 @@ def create_patch_doc(cls, events, **metadata):
         raise ValueError("PATCH-DOC message configured with events for more than one document")
     [doc] = docs
     encoder = FrameEncoder(doc.models)
-    if OWN_TYPES.isdisjoint(Serializer._encoders):
-        patch_json = PatchJson(events=[encoder.event(event) for event in events])
+    header = {"msgid": msgid, "msgtype": cls.msgtype}
+    if PRETTY or not OWN_TYPES.isdisjoint(Serializer._encoders):
+        # pretty JSON asked for, or an encoder of its own registered with Bokeh for a type written here: Bokeh's way
+        msg = cls(header, metadata, PatchJson(events=encoder.bokeh(events)))
+        content = None
     else:
-        patch_json = PatchJson(events=encoder.bokeh(events))
+        msg = FramePatchDoc(header, metadata, None)
+        content = '{"events":[' + ",".join([encoder.event(event) for event in events]) + "]}"
     if encoder.serializer is not None:       # without one no model went whole: Bokeh's flush would keep them all
         doc.models.flush_synced(lambda model: not encoder.serializer.has_ref(model))
-    msg = cls({"msgid": msgid, "msgtype": cls.msgtype}, metadata, patch_json)
     msg.add_buffers(*encoder.buffers)
-    if not PRETTY:
-        msg._content_json = CONTENT_JSON(patch_json)
-        msg._metadata_json = "{}" if not metadata else None
+    if content is not None:
+        msg._content_json = content
+        if not metadata:
+            msg._metadata_json = "{}"
         if SIMPLE_IDS:      # json.dumps(header): an id of Bokeh's counter is "p" and digits, nothing to escape
             msg._header_json = (f'{{"msgid": "{msgid}", "msgtype": "{cls.msgtype}", '
                                 f'"num_buffers": {len(encoder.buffers)}}}')
