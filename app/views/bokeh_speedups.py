@@ -36,15 +36,20 @@ three or four sources). The version here looks a model up when the serialiser me
 
 A frame's PATCH-DOC is three kinds of event (a source's columns set, a path's new points streamed, a property set:
 the numbers under the plots, an axis's range) whose values are numpy arrays, lists of floats, strings and numbers.
-Bokeh's Serializer takes each value through its reference lookup, circular-reference check and chain of type tests,
-names each array's dtype through numpy's type hierarchy, and the header and metadata are `json.dumps` of a dict:
-together most of a frame message's server CPU. `FrameEncoder` encodes those kinds of event and value itself, to the
-representation Bokeh's `to_serializable` methods and Serializer make (a list of finite floats is its own encoding;
-NaN and the infinities spelled out as Bokeh spells them), and hands anything else (a new model, a patch, a value of
-another type, a type someone registered an encoder for) to SyncedSerializer, the buffers of both in the order met.
-The header's and metadata's JSON are written in `json.dumps`'s format, and ids come from Bokeh's own counter.
-`tests/test_bokeh_speedups_message.py` compares the messages with Bokeh's, decoded and byte for byte, frame by frame
-on the lab's presets and value by value on every kind Bokeh encodes.
+Bokeh's Serializer takes each value through its reference lookup, circular-reference check and chain of type tests
+and names each array's dtype through numpy's type hierarchy; the content is then a dict for the JSON encoder, and
+the header and metadata are `json.dumps` of a dict: together most of a frame message's server CPU. `FrameEncoder`
+writes those kinds of event and value as JSON itself, the representation Bokeh's `to_serializable` methods and
+Serializer make (NaN and the infinities spelled out as Bokeh spells them; buffers and ids as Bokeh makes them, from
+its own counter), and hands anything else (a new model, a patch, a value of another type, a type someone registered
+an encoder for) to SyncedSerializer, the buffers of both in the order met; the header and metadata are written in
+`json.dumps`'s format. A list of finite floats (the paths' new points: most of a frame's text) is written with 17
+significant digits (`%.17g`) where Python's JSON writes the shortest that reads back the same (`repr`, the slower by
+far): 17 significant digits read back as the same double too (IEEE 754's round trip), so the
+browser's JSON.parse reads the same numbers; only their spelling differs ("106" for "106.0", a last digit).
+`tests/test_bokeh_speedups_message.py` compares what the browser reads of each message (every number as a double,
+bit for bit) with Bokeh's own message of the same events, frame by frame on the lab's presets and value by value on
+every kind Bokeh encodes.
 
 Panel updates an HTML pane whose text changed (the numbers under the plots, the A/B summary, the sentence read out
 by screen readers) by computing every property of the pane again, its theme's and stylesheets' included, and handing
@@ -392,8 +397,8 @@ class FrameEncoder:
         if kind is int and -MAX_SAFE_INT < obj <= MAX_SAFE_INT:
             return int.__repr__(obj)
         if kind is list or kind is PropertyValueList:
-            # finite floats to 17 significant digits (see the module's docstring); the sum of finite floats is
-            # finite unless it overflows, which then goes the slower way all the same
+            # finite floats to 17 significant digits (the module's docstring says why that reads back the same);
+            # the sum of finite floats is finite unless it overflows, which then goes the slower way all the same
             if {*map(type, obj)} <= FLOAT and (total := sum(obj)) - total == 0.0:
                 n = len(obj)
                 form = FLOAT_LISTS.get(n)
