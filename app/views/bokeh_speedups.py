@@ -44,9 +44,9 @@ Serializer make (NaN and the infinities spelled out as Bokeh spells them; buffer
 its own counter), and hands anything else (a new model, a patch, a value of another type, a type someone registered
 an encoder for) to SyncedSerializer, the buffers of both in the order met; the header and metadata are written in
 `json.dumps`'s format. A list of finite floats (the paths' new points: most of a frame's text) is written with 17
-significant digits (`%.17g`) where Python's JSON writes the shortest that reads back the same (`repr`, the slower by
-far): 17 significant digits read back as the same double too (IEEE 754's round trip), so the
-browser's JSON.parse reads the same numbers; only their spelling differs ("106" for "106.0", a last digit).
+significant digits (`%.17g`) where Python's JSON writes the shortest that reads back the same (`repr`, the slower
+by far): 17 significant digits read back as the same double too (IEEE 754's round trip), so the browser's
+JSON.parse reads the same numbers; only their spelling differs ("106" for "106.0", a last digit).
 `tests/test_bokeh_speedups_message.py` compares what the browser reads of each message (every number as a double,
 bit for bit) with Bokeh's own message of the same events, frame by frame on the lab's presets and value by value on
 every kind Bokeh encodes.
@@ -220,8 +220,7 @@ def parts(message: Message) -> list[tuple[str | bytes, bool]]:
     """A message's websocket frames in Bokeh's order: (payload, binary)."""
     out = [(message.header_json, False), (message.metadata_json, False), (message.content_json, False)]
     for buffer in message._buffers:
-        # json.dumps(buffer.ref): an id is Bokeh's "p" and digits, or a UUID, neither of which JSON escapes
-        out += [(f'{{"id": "{buffer.id}"}}', False), (buffer.to_bytes(), True)]
+        out += [('{"id": ' + ESCAPE(buffer.id) + "}", False), (buffer.to_bytes(), True)]    # json.dumps(buffer.ref)
     return out
 
 
