@@ -185,16 +185,7 @@ def content(message) -> str:
     return text
 
 
-def test_a_frame_patch_is_the_message_bokeh_makes():
-    from bokeh.protocol.messages.patch_doc import patch_doc
-    doc, loop, events = frame_events()
-    events.clear()
-    loop.tick()
-    assert len(events) >= 3
-    got = bs.create_patch_doc(patch_doc, events)
-    want = bs.ORIGINAL["patch_doc.create"](patch_doc, events)
-    assert content(got) == content(want)
-    assert [b.to_bytes() for b in got.buffers] == [b.to_bytes() for b in want.buffers]
+# a frame's PATCH-DOC against Bokeh's own: tests/test_bokeh_speedups_message.py
 
 
 def test_new_models_go_whole_and_the_page_s_as_references_as_bokehs_do():

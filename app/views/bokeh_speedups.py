@@ -25,15 +25,31 @@ version here hands tornado every part at once, in order, under the same write lo
 Each part is then its own websocket frame, written to the socket by its own `send` (and, through nginx, read and
 sent again as such): a frame of the lab is seven parts, and Panel writes a frame's patch the same way
 (`panel.io.document.dispatch_tornado`, a task per part). Both here frame the parts as tornado does and write
-them to the socket at once, in one call: the bytes on the wire are the same.
+them to the socket at once, in one call: the bytes on the wire are the same. On a server's websocket without
+compression the frames' headers are written here, as tornado's `_write_frame` writes them; and a write the socket
+took at once (the usual case: tornado writes what the socket takes before returning) is handed back as it is, where
+tornado wraps each write in a task, a turn of the event loop per message.
 
 A PATCH-DOC message (`patch_doc.create`) first makes a reference of every model the page already has, to send
 those models as references: a few hundred dicts per message, whatever the message holds (a frame changes
 three or four sources). The version here looks a model up when the serialiser meets one.
 
-The serialiser meets a path's new points (a frame of the lab streams a hundred floats as JSON lists) one by one,
-each through its reference lookup, circular-reference check and type dispatch: a list of finite floats is its own
-encoding, and SyncedSerializer returns it as such (anything else in the list: Bokeh's way).
+A frame's PATCH-DOC is three kinds of event (a source's columns set, a path's new points streamed, a property set:
+the numbers under the plots, an axis's range) whose values are numpy arrays, lists of floats, strings and numbers.
+Bokeh's Serializer takes each value through its reference lookup, circular-reference check and chain of type tests
+and names each array's dtype through numpy's type hierarchy; the content is then a dict for the JSON encoder, and
+the header and metadata are `json.dumps` of a dict: together most of a frame message's server CPU. `FrameEncoder`
+writes those kinds of event and value as JSON itself, the representation Bokeh's `to_serializable` methods and
+Serializer make (NaN and the infinities spelled out as Bokeh spells them; buffers and ids as Bokeh makes them, from
+its own counter), and hands anything else (a new model, a patch, a value of another type, a type someone registered
+an encoder for) to SyncedSerializer, the buffers of both in the order met; the header and metadata are written in
+`json.dumps`'s format. A list of finite floats (the paths' new points: most of a frame's text) is written with 17
+significant digits (`%.17g`) where Python's JSON writes the shortest that reads back the same (`repr`, the slower
+by far): 17 significant digits read back as the same double too (IEEE 754's round trip), so the browser's
+JSON.parse reads the same numbers; only their spelling differs ("106" for "106.0", a last digit).
+`tests/test_bokeh_speedups_message.py` compares what the browser reads of each message (every number as a double,
+bit for bit) with Bokeh's own message of the same events, frame by frame on the lab's presets and value by value on
+every kind Bokeh encodes.
 
 Panel updates an HTML pane whose text changed (the numbers under the plots, the A/B summary, the sentence read out
 by screen readers) by computing every property of the pane again, its theme's and stylesheets' included, and handing
@@ -53,14 +69,24 @@ import hashlib
 import inspect
 import json
 import logging
+import struct
+import sys
 from functools import lru_cache
 
+import numpy as np
 from bokeh.core.has_props import HasProps
+from bokeh.core.json_encoder import PayloadEncoder, serialize_json
 from bokeh.core.property.bases import Property
 from bokeh.core.property.descriptors import UnsetValueError
 from bokeh.core.property.singletons import Undefined
-from bokeh.core.property.wrappers import PropertyValueContainer
-from bokeh.core.serialization import Serializer
+from bokeh.core.property.wrappers import (
+    PropertyValueColumnData,
+    PropertyValueContainer,
+    PropertyValueDict,
+    PropertyValueList,
+)
+from bokeh.core.serialization import Buffer, Serializer
+from bokeh.document.events import ColumnDataChangedEvent, ColumnsStreamedEvent, ModelChangedEvent
 from bokeh.document.json import PatchJson
 from bokeh.document.models import DocumentModelManager
 from bokeh.model import Model
@@ -68,6 +94,8 @@ from bokeh.protocol.message import Message
 from bokeh.protocol.messages.patch_doc import patch_doc
 from bokeh.server.views.ws import WSHandler
 from bokeh.settings import settings
+from bokeh.util import serialization as bokeh_ids
+from bokeh.util.serialization import BINARY_ARRAY_TYPES, make_id, transform_array
 from panel.io import document as panel_document
 from panel.pane import HTML
 from panel.pane.markup import HTMLBasePane
@@ -82,7 +110,16 @@ REVIEWED = {"query_properties_with_values": "e864a09d384658f4", "_overridden_def
             "synced_references": "bb89fdd70092681a", "Serializer.__init__": "d676c85b3021e564",
             "Serializer.has_ref": "6b31df528992f912", "Serializer.get_ref": "82afd21da3fb869e",
             "ws.write_message": "e085015d2fafba0a", "ws._write_frame": "5972981bcbf6a255",
-            "Serializer._encode_list": "7cfa20b6ba441d04", "HTMLBasePane._update": "613bc39eb9e70c3b"}
+            "Serializer._encode_list": "7cfa20b6ba441d04", "HTMLBasePane._update": "613bc39eb9e70c3b",
+            "ColumnDataChangedEvent.to_serializable": "f628367c5f5a9e6e",
+            "ColumnsStreamedEvent.to_serializable": "6ae31738c93fcfc5",
+            "ModelChangedEvent.to_serializable": "77f9daaa79626f75", "Serializer.encode": "0c63028ef5992b33",
+            "Serializer._encode": "50d5fe6d90c5829b", "Serializer._encode_dict": "a951d135637a3d03",
+            "Serializer._encode_int": "fb35257bca78c769", "Serializer._encode_float": "190419630a3e4b28",
+            "Serializer._encode_ndarray": "897a3b6cef436ae3", "transform_array": "a6b4c2d4d60a3269",
+            "make_id": "6aad313a0079909d", "Message.create_header": "b352fd1f95f139c9",
+            "Message.header_json": "4dfdffa1a2544b20", "Message.metadata_json": "cd974b0b160af061",
+            "serialize_json": "40c84c5d9b80d9bf"}
 ORIGINAL = {"query_properties_with_values": HasProps.query_properties_with_values,
             "_overridden_defaults": HasProps._overridden_defaults.__func__,
             "themed_default": Property.themed_default, "send": Message.send, "write_buffers": Message.write_buffers,
@@ -91,12 +128,37 @@ ORIGINAL = {"query_properties_with_values": HasProps.query_properties_with_value
             "Serializer.__init__": Serializer.__init__, "Serializer.has_ref": Serializer.has_ref,
             "Serializer.get_ref": Serializer.get_ref, "ws.write_message": WebSocketProtocol13.write_message,
             "ws._write_frame": WebSocketProtocol13._write_frame, "Serializer._encode_list": Serializer._encode_list,
-            "HTMLBasePane._update": HTMLBasePane._update}
+            "HTMLBasePane._update": HTMLBasePane._update,
+            "ColumnDataChangedEvent.to_serializable": ColumnDataChangedEvent.to_serializable,
+            "ColumnsStreamedEvent.to_serializable": ColumnsStreamedEvent.to_serializable,
+            "ModelChangedEvent.to_serializable": ModelChangedEvent.to_serializable,
+            "Serializer.encode": Serializer.encode, "Serializer._encode": Serializer._encode,
+            "Serializer._encode_dict": Serializer._encode_dict, "Serializer._encode_int": Serializer._encode_int,
+            "Serializer._encode_float": Serializer._encode_float,
+            "Serializer._encode_ndarray": Serializer._encode_ndarray, "transform_array": transform_array,
+            "make_id": make_id, "Message.create_header": Message.create_header.__func__,
+            "Message.header_json": Message.header_json.fget, "Message.metadata_json": Message.metadata_json.fget,
+            "serialize_json": serialize_json}
 IMMUTABLE = (str, int, float, bool, type(None))
 # read by Bokeh for every id it makes and every message it writes (seven times a frame), each read a search of the
 # environment and the config files: their values at the server's start, kept as Bokeh's own user-set values
 FROZEN_SETTINGS = (settings.simple_ids, settings.pretty)
 _defaults: dict = {}
+SIMPLE_IDS, PRETTY = settings.simple_ids(), settings.pretty()     # as FROZEN_SETTINGS keeps them (install())
+MAX_SAFE_INT = 2**53 - 1           # Bokeh's _MAX_SAFE_INT: integers JavaScript holds exactly
+FLOAT = {float}
+# the types FrameEncoder encodes itself, unless Bokeh has been given an encoder of one of them (Serializer.register)
+OWN_TYPES = {str, bool, float, int, list, dict, PropertyValueList, PropertyValueDict, PropertyValueColumnData,
+             np.ndarray, type(None)}
+BINARY_NAMES = {dtype: dtype.name for dtype in BINARY_ARRAY_TYPES}    # native byte order: others go Bokeh's way
+CONTENT_JSON = PayloadEncoder(separators=(",", ":")).encode          # serialize_json's, not pretty
+ESCAPE = json.encoder.encode_basestring_ascii                          # ... and its strings' (ensure_ascii)
+FLOAT_LISTS: dict[int, str] = {}   # n -> the %-format of a JSON list of n floats to 17 significant digits
+COLUMN_DATA_CHANGED = '{"kind":"ColumnDataChanged","model":{"id":%s},"attr":%s,"data":%s,"cols":%s}'
+COLUMNS_STREAMED = '{"kind":"ColumnsStreamed","model":{"id":%s},"attr":%s,"data":%s,"rollover":%s}'
+MODEL_CHANGED = '{"kind":"ModelChanged","model":{"id":%s},"attr":%s,"new":%s}'
+NDARRAY = '{"type":"ndarray","array":{"type":"bytes","data":{"id":%s}},"shape":[%s],"dtype":"%s","order":"%s"}'
+FRAME_HEADER = (struct.Struct("BB").pack, struct.Struct("!BBH").pack, struct.Struct("!BBQ").pack)
 log = logging.getLogger(__name__)
 
 
@@ -158,7 +220,7 @@ def parts(message: Message) -> list[tuple[str | bytes, bool]]:
     """A message's websocket frames in Bokeh's order: (payload, binary)."""
     out = [(message.header_json, False), (message.metadata_json, False), (message.content_json, False)]
     for buffer in message._buffers:
-        out += [(json.dumps(buffer.ref), False), (buffer.to_bytes(), True)]
+        out += [('{"id": ' + ESCAPE(buffer.id) + "}", False), (buffer.to_bytes(), True)]    # json.dumps(buffer.ref)
     return out
 
 
@@ -174,7 +236,20 @@ class _Gather:
 
 def frames_of(ws: WebSocketProtocol13, frames: list[tuple[str | bytes, bool]]) -> bytes:
     """The websocket frames of a message's parts, each framed as tornado's `WebSocketProtocol13.write_message`
-    frames it (its compression and byte counts included, by its own `_write_frame`), in one string of bytes."""
+    frames it (its compression and byte counts included), in one string of bytes. Uncompressed and unmasked (a
+    server's websocket without permessage-deflate) each frame's header is `_write_frame`'s, written here."""
+    if ws._compressor is None and not ws.mask_outgoing:
+        out, size = [], 0
+        for payload, binary in frames:
+            message = payload.encode() if type(payload) is str else payload
+            n = len(message)
+            opcode = 0x82 if binary else 0x81          # FIN and the opcode; RSV bits unset without compression
+            out += [FRAME_HEADER[0](opcode, n) if n < 126 else FRAME_HEADER[1](opcode, 126, n) if n <= 0xFFFF
+                    else FRAME_HEADER[2](opcode, 127, n), message]
+            size += n
+            ws._wire_bytes_out += len(out[-2]) + n
+        ws._message_bytes_out += size
+        return b"".join(out)
     gather = _Gather()
     stream, ws.stream = ws.stream, gather
     try:
@@ -202,12 +277,22 @@ def write_parts(handler: WebSocketHandler, frames: list[tuple[str | bytes, bool]
     except StreamClosedError:
         raise WebSocketClosedError() from None
 
-    async def wrapper() -> None:
-        try:
-            await written
-        except StreamClosedError:
-            raise WebSocketClosedError() from None
-    return asyncio.ensure_future(wrapper())
+    if written.done() and not written.cancelled() and written.exception() is None:
+        return written       # on the socket already (tornado writes at once what the socket takes): nothing to wait on
+    # else tornado's wrapper of each write (a task) as a callback, the stream's closing told as the websocket's
+    out = written.get_loop().create_future()
+
+    def done(future: asyncio.Future) -> None:
+        if out.cancelled():
+            return
+        if future.cancelled():
+            out.cancel()
+        elif (err := future.exception()) is None:
+            out.set_result(None)
+        else:
+            out.set_exception(WebSocketClosedError() if isinstance(err, StreamClosedError) else err)
+    written.add_done_callback(done)
+    return out
 
 
 async def send(self, conn) -> int:
@@ -258,20 +343,135 @@ class SyncedSerializer(Serializer):
         return obj[:]
 
 
+class FrameEncoder:
+    """A PATCH-DOC's events as the JSON of Bokeh's Serializer's encoding (see the module's docstring): a frame's own
+    kinds of event and value written here, anything else encoded by a SyncedSerializer made when first needed, the
+    buffers of both kept in the order they were met (the order Bokeh's would meet them in)."""
+
+    __slots__ = ("models", "buffers", "serializer")
+
+    def __init__(self, models: DocumentModelManager):
+        self.models, self.buffers, self.serializer = models, [], None
+
+    def bokeh(self, obj):
+        """obj's encoding by SyncedSerializer (Bokeh's, models the page has as references)."""
+        serializer = self.serializer
+        if serializer is None:
+            serializer = self.serializer = SyncedSerializer(self.models)
+        rep = serializer.encode(obj)
+        if serializer._buffers:
+            self.buffers += serializer._buffers
+            serializer._buffers.clear()
+        return rep
+
+    def event(self, event) -> str:
+        kind = type(event)
+        if kind is ColumnDataChangedEvent:
+            data, cols = event.data, event.cols
+            if data is None:
+                data = getattr(event.model, event.attr)
+            if cols is not None:
+                data = {col: value for col in cols if (value := data.get(col)) is not None}
+            return COLUMN_DATA_CHANGED % (ESCAPE(event.model.id), ESCAPE(event.attr), self.json(data), self.json(cols))
+        if kind is ColumnsStreamedEvent and (event.rollover is None or type(event.rollover) is int):
+            return COLUMNS_STREAMED % (ESCAPE(event.model.id), ESCAPE(event.attr), self.json(event.data),
+                                       "null" if event.rollover is None else int.__repr__(event.rollover))
+        if kind is ModelChangedEvent:
+            return MODEL_CHANGED % (ESCAPE(event.model.id), ESCAPE(event.attr), self.json(event.new))
+        return CONTENT_JSON(self.bokeh(event))
+
+    def json(self, obj) -> str:
+        kind = type(obj)
+        if kind is str:
+            return ESCAPE(obj)
+        if kind is float:
+            if obj - obj == 0.0:
+                return float.__repr__(obj)
+            # NaN and the infinities, spelled out as Bokeh's `_encode_float` does (JSON has no word for them)
+            return '{"type":"number","value":"%s"}' % ("nan" if obj != obj else "-inf" if obj < 0 else "+inf")
+        if obj is None:
+            return "null"
+        if kind is bool:
+            return "true" if obj else "false"
+        if kind is int and -MAX_SAFE_INT < obj <= MAX_SAFE_INT:
+            return int.__repr__(obj)
+        if kind is list or kind is PropertyValueList:
+            # finite floats to 17 significant digits (the module's docstring says why that reads back the same);
+            # the sum of finite floats is finite unless it overflows, which then goes the slower way all the same
+            if {*map(type, obj)} <= FLOAT and (total := sum(obj)) - total == 0.0:
+                n = len(obj)
+                form = FLOAT_LISTS.get(n)
+                if form is None:
+                    form = FLOAT_LISTS[n] = "[" + ",".join(["%.17g"] * n) + "]"
+                return form % tuple(obj)
+            return "[" + ",".join([self.json(v) for v in obj]) + "]"
+        if kind is dict or kind is PropertyValueColumnData or kind is PropertyValueDict:
+            if not obj:
+                return '{"type":"map"}'
+            return ('{"type":"map","entries":['
+                    + ",".join(["[" + self.json(k) + "," + self.json(v) + "]" for k, v in obj.items()]) + "]}")
+        if kind is np.ndarray and obj.ndim and obj.flags.c_contiguous:
+            dtype = BINARY_NAMES.get(obj.dtype)
+            if dtype is not None:
+                buffer = Buffer(fast_id(), obj.data)
+                self.buffers.append(buffer)
+                return NDARRAY % (ESCAPE(buffer.id), ",".join(map(int.__repr__, obj.shape)), dtype, sys.byteorder)
+        return CONTENT_JSON(self.bokeh(obj))
+
+
+class FramePatchDoc(patch_doc):
+    """A PATCH-DOC made by create_patch_doc, its content written as JSON: decoded from it if asked for (nothing on
+    the server asks: a message is sent as its JSON)."""
+
+    @property
+    def content(self):
+        if self._content is None and self._content_json:
+            self._content = json.loads(self._content_json)
+        return self._content
+
+    @content.setter
+    def content(self, value) -> None:
+        self._content, self._content_json = value, None
+
+
+def fast_id() -> str:
+    """Bokeh's `make_id` with its settings read once (FROZEN_SETTINGS) and without its import at each call."""
+    if not SIMPLE_IDS:
+        return make_id()
+    with bokeh_ids._simple_id_lock:
+        bokeh_ids._simple_id += 1
+        return f"p{bokeh_ids._simple_id}"
+
+
 def create_patch_doc(cls, events, **metadata):
-    """Bokeh's `patch_doc.create`, with SyncedSerializer (see the module's docstring)."""
-    header = cls.create_header()
+    """Bokeh's `patch_doc.create`, its events written as JSON by FrameEncoder and its header and metadata as Bokeh
+    writes them (see the module's docstring)."""
+    msgid = fast_id()
     if not events:
         raise ValueError("PATCH-DOC message requires at least one event")
     docs = {event.document for event in events}
     if len(docs) != 1:
         raise ValueError("PATCH-DOC message configured with events for more than one document")
     [doc] = docs
-    serializer = SyncedSerializer(doc.models)
-    patch_json = PatchJson(events=serializer.encode(events))
-    doc.models.flush_synced(lambda model: not serializer.has_ref(model))
-    msg = cls(header, metadata, patch_json)
-    msg.add_buffers(*serializer.buffers)
+    encoder = FrameEncoder(doc.models)
+    header = {"msgid": msgid, "msgtype": cls.msgtype}
+    if PRETTY or not OWN_TYPES.isdisjoint(Serializer._encoders):
+        # pretty JSON asked for, or an encoder of its own registered with Bokeh for a type written here: Bokeh's way
+        msg = cls(header, metadata, PatchJson(events=encoder.bokeh(events)))
+        content = None
+    else:
+        msg = FramePatchDoc(header, metadata, None)
+        content = '{"events":[' + ",".join([encoder.event(event) for event in events]) + "]}"
+    if encoder.serializer is not None:       # without one no model went whole: Bokeh's flush would keep them all
+        doc.models.flush_synced(lambda model: not encoder.serializer.has_ref(model))
+    msg.add_buffers(*encoder.buffers)
+    if content is not None:
+        msg._content_json = content
+        if not metadata:
+            msg._metadata_json = "{}"
+        if SIMPLE_IDS:      # json.dumps(header): an id of Bokeh's counter is "p" and digits, nothing to escape
+            msg._header_json = (f'{{"msgid": "{msgid}", "msgtype": "{cls.msgtype}", '
+                                f'"num_buffers": {len(encoder.buffers)}}}')
     return msg
 
 
@@ -303,4 +503,6 @@ def install() -> bool:
     HTMLBasePane._update = html_update
     for setting in FROZEN_SETTINGS:
         setting.set_value(setting())
+    global SIMPLE_IDS, PRETTY
+    SIMPLE_IDS, PRETTY = settings.simple_ids(), settings.pretty()
     return True
