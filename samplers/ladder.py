@@ -219,10 +219,8 @@ def exact_draws(pot, n: int, rng, cells: int = 400) -> np.ndarray | None:
     an adaptive reference (typed targets), the last axis by the inverse of its marginal CDF and the first given it
     by `_conditional_draws`; else a grid of `cells` per axis over its box, a cell drawn by its mass (U at its
     centre) and a point uniformly within it (cells of 0.01 x 0.015 on Welling & Teh's box, against posterior sds
-    of 0.13 and more). The grid fails where the density is narrower than a cell: on chi-feng's funnel (x sd
-    e^((y-2)/2), 0.011 at y = -7, cells 1.2 wide) it put no draw below y = -4, where 2.3 % of the mass lies, and
-    scored KL 0.19 against a floor of 0.0015 (docs/notes/stepsize.md). None beyond two dimensions without a
-    sampler of its own."""
+    of 0.13 and more). The grid fails where the density is narrower than a cell: in chi-feng's funnel's neck it
+    put no draw at all (docs/notes/stepsize.md). None beyond two dimensions without a sampler of its own."""
     own = pot.exact_states(n, rng)
     if own is not None or pot.dim > 2:
         return own
@@ -370,7 +368,8 @@ last point's. `chains` overrides the number of chains. Needs the exact law
     joint = law_of(sampler.target) == JOINT
     burn, span = (AUTO_BURN_EXACT, AUTO_TIME_EXACT) if joint else (AUTO_BURN, AUTO_TIME)
     chains = chains or (AUTO_CHAINS_JOINT if joint else AUTO_CHAINS)
-    # Langevin dynamics (theta alone) relax within the rung's units; a momentum's drift takes longer
+    # Langevin dynamics (theta alone) relax within the rung's units; a momentum's drift takes longer. (Not on the
+    # funnel, whose unit is its neck's and whose bias builds over its width's: docs/notes/stepsize.md, not changed.)
     confirm = joint and order(sampler) == 1
     points, superseded, n = [], [], len(rungs)
     k, long, confirmations, unstable = 0, False, 0, False
@@ -392,9 +391,8 @@ last point's. `chains` overrides the number of chains. Needs the exact law
         if long:
             confirmations += 1
             # chains that diverged in a long run: a rare instability whose rate falls with eps, which a short rung
-            # at a smaller eps is too short to see (SGRHMC on chi-feng's funnel: long runs at 1/2 and 1/4 of its
-            # default lost 13 and 3 chains, the short rung at 1/8 lost none, and the suite's 75 units there lost 1
-            # of 1000; at 1/16, none). So after one, every rung below runs long, whatever the budget.
+            # at a smaller eps is too short to see (SGRHMC on chi-feng's funnel, docs/notes/stepsize.md). So after
+            # one, every rung below runs long, whatever the budget.
             unstable = unstable or p.diverged > 0
             long = confirm = unstable or confirmations < AUTO_CONFIRMATIONS
         k += 1
