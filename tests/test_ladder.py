@@ -142,3 +142,30 @@ def test_auto_eps_confirms_a_momentum_samplers_pick_with_a_longer_run(monkeypatc
     s = build_sampler("sgld", "banana", 1.0, None)
     base = fitted_eps(s)
     assert ladder.auto_eps(s).passed and runs == [(4, "short")]
+
+
+def test_auto_eps_runs_every_rung_long_after_a_long_run_lost_chains(monkeypatch):
+    """Diverged chains in a long run are a rare instability whose rate falls with eps, and a short rung below is
+    too short to see it (SGRHMC on chi-feng's funnel: the short rung at 1/8 lost none, the suite's run there one
+    of 1000). Stubbed as above: short rungs pass, long ones above the default lose a chain. Past the two
+    confirmations the rungs are still run long, and the first long run that passes is the pick (without the
+    rule: the short rung at 1 was taken)."""
+    import samplers.ladder as ladder
+    from samplers.stepsize import fitted_eps
+
+    short = ladder.AUTO_BURN_EXACT + ladder.AUTO_TIME_EXACT
+    runs = []
+
+    def stub(sampler, eps_values, *, time, burn_time, **kw):
+        eps, long = float(eps_values[0]), time + burn_time > short * 1.001
+        runs.append((round(eps / base, 6), "long" if long else "short"))
+        lost = int(long and eps > 0.5 * base * 1.001)
+        return ladder.LadderResult("stub", 1.0, [ladder.LadderPoint(eps, 0.0, 0.0, 0.0, 1.0, 8 if long else 1,
+                                                                    lost, ladder.JOINT, 0.5)])
+
+    monkeypatch.setattr(ladder, "step_ladder", stub)
+    s = build_sampler("sgrhmc", "banana", 1.0, None)
+    base = fitted_eps(s)
+    found = ladder.auto_eps(s)
+    assert runs == [(4, "short"), (4, "long"), (2, "long"), (1, "long"), (0.5, "long")], runs
+    assert found.passed and found.eps == pytest.approx(0.5 * base)

@@ -290,6 +290,12 @@ class Reference:
         bp, c = self._cdf[k]
         return lambda t: np.interp(t, bp, c, left=0.0, right=1.0)
 
+    def nodes(self, k: int) -> np.ndarray:
+        """The distinct positions along axis k at which the cubature evaluated U, sorted: dense wherever some
+        slice of the density has a narrow feature along k (a funnel's neck), so a grid on them resolves every
+        conditional law along k that the reference itself resolves."""
+        return np.unique(self._cdf[k][0])
+
     def quantile(self, k: int, q: float) -> float:
         bp, c = self._cdf[k]
         return float(np.interp(q, c, bp))

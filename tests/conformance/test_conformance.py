@@ -6,8 +6,10 @@ Guestrin's Fig. 1 setting and Welling & Teh's (2011, Sec. 5.1) mixture posterior
 defaults (target-fitted eps) must reach the noise floor: KL <= floor + 4 sd, sd the KL's (resampling whole chains)
 and the floor estimate's in quadrature (conformance_cases.tolerance says why). Where it does not, the case runs at
 eps=auto (samplers.ladder.auto_eps); where that fails too the pair is an expected failure with the numbers
-measured. The naive samplers must fail the same criterion or have escaped chains (the power check), and exact
-draws must pass it. The simplex samplers and Santa (an annealer) do not apply.
+measured, and where the run a case specifies in time units would pass conformance_cases.MAX_STEPS at that eps,
+its verdict is "not decidable" (a skip that says why), neither a pass nor a failure. The naive samplers must fail
+the same criterion or have escaped chains (the power check), and exact draws must pass it. The simplex samplers
+and Santa (an annealer) do not apply.
 The table is benchmarks/conformance.py's, in docs/conformance.md.
 """
 import numpy as np
@@ -24,31 +26,24 @@ AT_AUTO = {("donut", "sgld"), ("blackjax-linreg", "sgld"), ("blackjax-linreg", "
            ("welling-teh", "sgld"), ("squiggle", "sgnht")}
 
 # (case, sampler) that miss it at eps=auto too: findings, with the numbers measured (benchmarks/conformance.py, seed
-# 1). The funnel's ladders alone take a minute each (its neck wants eps ~1e-4), so these run in the benchmark, not
-# here (run=False). The funnel's eps=auto figures here and below are the ladder's from before it scored the joint law
-# of a 2-D target (samplers/ladder.py); they were not measured again.
-XFAIL = {
-    ("funnel", "sgnht"): "defaults eps 0.0105: KL 0.0270 > tolerance 0.0157; eps=auto: no rung passed the ladder; "
-                         "at its smallest, 6.6e-4, KL 0.0532 > tolerance 0.0435 (floor 0.0288)",
-    ("funnel", "hmc"): "defaults eps 0.0527: KL 0.0194 > tolerance 0.0115; eps=auto: no rung passed the ladder; at "
-                       "its smallest, 0.0033, KL 0.592 > tolerance 0.037 (chains have not crossed the funnel)",
-    ("funnel", "qnhmc"): "the same runs as HMC's, to the digit: defaults KL 0.0194 > 0.0115; eps=auto 0.0033, "
-                         "KL 0.592 > 0.037",
-    ("blackjax-linreg", "sgrhmc"): "defaults eps 0.00316: KL 0.00708 > 0.00033; eps=auto 7.9e-4: KL 0.0125 > "
-                                   "tolerance 0.0014 (floor 0.00046)",
-}
+# 1), not run here (their ladders take a minute of CPU)
+XFAIL = {}
 
-# (case, sampler) that miss the floor at their defaults and where the ladder passes no rung, but a run at its
-# smallest rung is within the tolerance (its chains barely move, so the floor is 2-3 times the defaults'): run by
-# the benchmark only, for time, and listed as findings in docs/conformance.md
+# (case, sampler) run by the benchmark only, for time, with the verdict measured there (docs/conformance.md): the
+# funnel at eps=auto (each needs the ladder, 6-50 s of CPU, and a run of 28,000 to 114,000 steps), and SGRHMC on
+# BlackJAX's regression at eps=auto (its ladder and 76,000 steps: 48 s on a loaded machine, where the funnel's rows
+# that run here take 38 s, as many as they did before)
 BENCH_ONLY = {
-    ("funnel", "sgld"): "defaults eps 0.00278: KL 0.0421 > 0.0244; eps=auto 1.7e-4 (no rung passed): KL 0.0477 <= "
-                        "0.123",
-    ("funnel", "sghmc"): "defaults eps 0.0263: KL 0.0217 > 0.0182; eps=auto 0.00165 (no rung passed): KL 0.0415 <= "
-                         "0.0486",
-    ("funnel", "msgnht"): "defaults eps 0.0105: KL 0.0488 > 0.0159; eps=auto 6.6e-4 (no rung passed): KL 0.0610 <= "
-                          "0.0689",
-    ("funnel", "sgrhmc"): "defaults eps 0.0105: chains diverged; eps=auto 6.6e-4 (no rung passed): KL 0.0424 <= 0.0634",
+    ("blackjax-linreg", "sgrhmc"): "defaults eps 0.00316: KL 0.00815 > 0.00040; eps=auto 7.9e-4, after 60 time "
+                                   "units of burn-in: KL 0.00065 <= 0.00130, pass",
+    ("funnel", "sgrld"): "not decidable: defaults eps 8.3e-4: KL 0.277 > 0.125, 1 chain diverged; eps=auto 2.1e-4, "
+                         "where 25 + 50 time units take 361,023 steps > MAX_STEPS",
+    ("funnel", "sgnht"): "defaults eps 0.0105: KL 0.0336 > 0.0189, 2 chains diverged; eps=auto 0.00132: KL 0.0158 "
+                         "<= 0.0203, pass",
+    ("funnel", "msgnht"): "defaults eps 0.0105: KL 0.0342 > 0.0240, 3 chains diverged; eps=auto 0.00263: KL 0.0117 "
+                          "<= 0.0142, pass",
+    ("funnel", "sgrhmc"): "defaults eps 0.0105: 26 chains diverged; eps=auto 6.6e-4 (no rung passed the ladder's "
+                          "2 sd): KL 0.0116 <= 0.0127, pass",
 }
 
 # naive samplers not measurably biased on a case (V = 1): on an isotropic Gaussian and the gallery's mixture of
@@ -79,6 +74,8 @@ def test_corrected_sampler_reaches_the_noise_floor(case, sampler):
         c = CASES[case]
         extra["eps"] = auto_eps(build_sampler(sampler, c.potential, V=c.V, **c.params.get(sampler, {})), seed=3).eps
     o = measure(CASES[case], sampler, **extra)
+    if o.undecidable:
+        pytest.skip(o.undecidable)
     # escaped chains are reported, not failed: the bound behind them holds for log-concave targets, and the
     # funnel and the gallery's mixtures are not (the KL sees what matters of them)
     assert o.reaches_floor, o
@@ -100,20 +97,24 @@ def test_msgnht_at_eps_auto_reaches_the_floor_on_welling_teh():
 @pytest.mark.parametrize("case,sampler", _params([(c, s) for c in CASES for s in NAIVE], NAIVE_XFAIL))
 def test_naive_sampler_is_biased_or_escapes(case, sampler):
     o = measure(CASES[case], sampler)
+    if o.undecidable:
+        pytest.skip(o.undecidable)
     assert o.biased, o
 
 
-@pytest.mark.parametrize("case", ["standard", "banana", "funnel", "welling-teh"])
+@pytest.mark.parametrize("case", ["standard", "banana", "funnel", "funnel-draws", "welling-teh"])
 def test_exact_draws_pass(case):
     """The criterion's size: AR(1) chains exact in law (phi = 0.95, as correlated as a slow sampler's), drawn
     through the Gaussian these cases are maps of, score within the tolerance. banana and funnel are drawn by
     their sources' own maps (MCMC.js: y0 = x/a, y1 = ya + ab(x^2 + a^2); y - 2 ~ N(0, 9), x ~ N(0, e^(y-2))).
     Welling & Teh's posterior has no such map: independent draws by `exact_draws` (its chains' start), which
-    this checks too."""
-    pot = get_potential(CASES[case].potential)
+    this checks too, as it does on the funnel ("funnel-draws"), whose chains start there as well (from a grid of
+    400 x 400 cells `exact_draws` put none in the funnel's neck: KL 0.19 against a floor of 0.0015)."""
+    pot = get_potential(CASES[case.removesuffix("-draws")].potential)
     rng = np.random.default_rng(7)
     kept, chains, phi = 600, 1000, 0.95
-    if case == "welling-teh":
+    if case in ("welling-teh", "funnel-draws"):
+        kept = 50 if case == "funnel-draws" else kept    # its draws cost 50 us each (U on 2289 nodes of x)
         out = exact_draws(pot, kept * chains, rng).reshape(kept, chains, 2)
         floor = kl_noise_floor(pot, out)
         assert score(pot, out)["kl"] <= tolerance(floor, kl_sd(pot, out), chains), floor
