@@ -135,6 +135,8 @@ class LiveRun:
         self.error: str | None = None
         self.log_marginal = None
         self._escaped = (0, -1)            # (chains escaped at the last check, its step)
+        self._all_alive = np.ones(self.chains, bool)
+        self._steps_groups = np.zeros(0, np.intp)
         self._record_path()
 
     def enable_log_marginal(self) -> bool:
@@ -183,27 +185,59 @@ class LiveRun:
     def advance(self, steps: int) -> None:
         """Advance `steps` steps, accumulating as we go. Errors of the dynamics propagate
         (RecipeError, SamplerError...): the caller pauses and shows them."""
-        kept, groups = [], []
-        ens, guard = self.ens, self.ens.guard
+        states, alive, guard = [], [], self.ens.guard
+
+        def keep(z):   # each step's state, recorded after the steps: a frame's records cost about what one step's did
+            states.append(z.copy(order="K"))   # a copy: a later step may reuse z; "K": theta_of sees z's own layout
+            alive.append(None if guard._none_frozen else guard.alive.copy())   # None: every chain alive
+
+        t0 = self.ens.t
         try:
-            for _ in range(int(steps)):
-                ens.advance(1)
-                self._record_path()
-                self._record_ess()
-                if ens.t > self.burn and ens.t % self.thin == 0:
-                    self.samples.offer(ens.t, ens.z, guard.alive)
-                    th = self.theta_of(ens.z)
-                    if ens.n_diverged:
-                        th, group = th[guard.alive], self._group_of[guard.alive]
-                    else:
-                        th, group = th.copy(), self._group_of   # not a view of a state a later step may reuse
-                    kept.append(th)
-                    groups.append(group)
-        finally:    # what was stepped is counted, also when a step raised
-            if kept:
-                # binned once for all the steps: the per-call cost of the binning is most of it at 10^3 chains
-                one = len(kept) == 1
-                self._accumulate(kept[0] if one else np.concatenate(kept), groups[0] if one else np.concatenate(groups))
+            # not drawn ahead: a served process's other core serves other sessions (deploy: a process per core)
+            self.ens.advance(steps, each=keep, ahead=False)
+        finally:    # what was stepped is recorded and counted, also when a step raised
+            if states:
+                self._record_steps(t0, states, alive)
+
+    def _record_steps(self, t0: int, states: list, alive: list) -> None:
+        """The paths, the ESS trace, the downloads and the histograms of the states of steps t0 + 1, t0 + 2, ...
+        (alive: each step's live chains, None for all), as recording them step by step would."""
+        ts = range(t0 + 1, t0 + len(states) + 1)
+        zs = np.stack(states) if self._view is None else None   # (steps, chains, n)
+        if zs is None:
+            for t, z in zip(ts, states):
+                self._record_path(z, t)
+                self._record_ess(z)
+        else:
+            self._record_paths(ts, zs)
+            self._record_ess_steps(zs)
+        due = [i for i, t in enumerate(ts) if t > self.burn and t % self.thin == 0]
+        if not due:
+            return
+        for i in due:
+            self.samples.offer(ts[i], states[i], self._all_alive if alive[i] is None else alive[i])
+        if zs is not None and all(alive[i] is None for i in due):
+            # binned once for all the steps: the per-call cost of the binning is most of it at 10^3 chains
+            th = (zs[due] if len(due) < len(states) else zs)[:, :, :self.dim].reshape(-1, self.dim)
+            self._accumulate(th, self._groups_of_steps(len(due)))
+            return
+        kept, groups = [], []
+        for i in due:
+            th = self.theta_of(states[i])
+            if alive[i] is not None:
+                th, group = th[alive[i]], self._group_of[alive[i]]
+            else:
+                group = self._group_of
+            kept.append(th)
+            groups.append(group)
+        one = len(kept) == 1
+        self._accumulate(kept[0] if one else np.concatenate(kept), groups[0] if one else np.concatenate(groups))
+
+    def _groups_of_steps(self, k: int) -> np.ndarray:
+        """The group of each chain, for k steps' states one after the other (kept for the next frame of as many)."""
+        if self._steps_groups.size != k * self.chains:
+            self._steps_groups = np.tile(self._group_of, k)
+        return self._steps_groups
 
     def _live_theta(self) -> np.ndarray:
         th = self.theta_of(self.ens.z)
@@ -258,25 +292,44 @@ class LiveRun:
         idx = dg.uniform_bin_index(x, lm["edges"][0], lm["inv"], 60)
         return np.bincount(idx[idx >= 0], minlength=60)
 
-    def _record_path(self) -> None:
-        if self._view is None:     # the state's own columns, in one index (a step's Python overhead counts here)
-            row = np.empty(1 + self._path_index[0].size * self._path_index[1].size)
-            row[0] = self.ens.t
-            row[1:] = self.ens.z[self._path_index].ravel()
-        else:
-            z = self.ens.z[self.path_chains]
-            th = self.theta_of(z)
-            cols = [th[:, i] for i in range(self.plot_dims)]
-            if self.has_momentum:
-                cols.append(z[:, self.r_cols[0]])
-            row = np.concatenate([[float(self.ens.t)], np.stack(cols, axis=1).ravel()])
-        self._pending.append(row)
+    def _record_path(self, z: np.ndarray | None = None, t: int | None = None) -> None:
+        """The highlighted chains' row of the state z at step t (by default the ensemble's, now)."""
+        z, t = (self.ens.z, self.ens.t) if z is None else (z, t)
+        if self._view is None:
+            self._record_paths([t], z[None])
+            return
+        zp = z[self.path_chains]
+        th = self.theta_of(zp)
+        cols = [th[:, i] for i in range(self.plot_dims)]
+        if self.has_momentum:
+            cols.append(zp[:, self.r_cols[0]])
+        self._append_rows(np.concatenate([[float(t)], np.stack(cols, axis=1).ravel()])[None])
+
+    def _record_paths(self, ts, zs: np.ndarray) -> None:
+        """Rows (t, the highlighted chains' columns) of the states zs (steps, chains, n) at steps ts: the
+        state's own columns, in one index for all the steps (a step's Python overhead counts here)."""
+        rows = np.empty((len(zs), 1 + self._path_index[0].size * self._path_index[1].size))
+        rows[:, 0] = ts
+        rows[:, 1:] = zs[(slice(None), *self._path_index)].reshape(len(zs), -1)
+        self._append_rows(rows)
+
+    def _append_rows(self, rows: np.ndarray) -> None:
+        self._pending.extend(rows)
         if len(self._pending) > self.path_cap:
             del self._pending[: len(self._pending) - self.path_cap]
 
-    def _record_ess(self) -> None:
-        self._ess_buf[self._ess_n % len(self._ess_buf)] = self.theta_of(self.ens.z[: self._ess_chains])[:, 0]
+    def _record_ess(self, z: np.ndarray) -> None:
+        self._ess_buf[self._ess_n % len(self._ess_buf)] = self.theta_of(z[: self._ess_chains])[:, 0]
         self._ess_n += 1
+
+    def _record_ess_steps(self, zs: np.ndarray) -> None:
+        """`_record_ess` of each state of zs (steps, chains, n) in turn, for a target without a view, in one
+        assignment (of the last len(buffer) states at most: an index repeated in one is left undefined)."""
+        size = len(self._ess_buf)
+        k = len(zs)
+        at = (self._ess_n + np.arange(max(k - size, 0), k)) % size
+        self._ess_buf[at] = zs[-size:, : self._ess_chains, 0]
+        self._ess_n += k
 
     # -- what the views read ---------------------------------------------------------
     @property
