@@ -45,7 +45,7 @@ def worker(presets: dict[str, str]):
         lab = AppView("?" + query).lab
         lab.playing = True
         for _ in range(15):   # past burn-in, as the frame benchmarks warm up
-            lab.frame()
+            lab.frame(lab.steps_per_frame)
         labs[name] = lab
     cpu, done = dict.fromkeys(labs, 0.0), 0
     print("ready", flush=True)
@@ -55,9 +55,10 @@ def worker(presets: dict[str, str]):
         for _ in range(n):
             for name, lab in labs.items():   # interleaved: a busy machine slows all alike
                 t0 = time.process_time()
-                lab.frame()
+                lab.frame(lab.steps_per_frame)   # all of them: a busy machine's frame cut short would change the run
                 cpu[name] += time.process_time() - t0
-        print(json.dumps({name: (1e3 * cpu[name] / done, digest(lab), lab.playing) for name, lab in labs.items()}),
+        print(json.dumps({name: (1e3 * cpu[name] / done, digest(lab), lab.playing, lab.runs[0].t)
+                          for name, lab in labs.items()}),
               flush=True)
 
 

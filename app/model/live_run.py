@@ -25,6 +25,7 @@ _MASS_CACHE = BoundedCache(256)
 # the noise floor's groups of chains (see LiveRun.noise_floor): 16 give each bin's variance to ±35 %, and the
 # floor, a sum over the bins, closer; below 8 groups (16 chains) or 50 samples a group it is not decidable
 FLOOR_GROUPS, MIN_GROUPS, MIN_GROUP_SAMPLES = 16, 8, 50
+GROUP_FOLD = 1 << 20   # samples whose groups wait to be counted at most (8 MB of indices)
 
 
 def bin_masses(pot, edges) -> np.ndarray:
@@ -115,7 +116,9 @@ class LiveRun:
         # chains' autocorrelation, bin by bin (see noise_floor)
         self.groups = min(FLOOR_GROUPS, self.chains // 2)
         self._group_of = np.arange(self.chains) % max(self.groups, 1)
-        self.group_counts = np.zeros((max(self.groups, 1), self.masses.size + 1))
+        self._group_counts = np.zeros((max(self.groups, 1), self.masses.size + 1))   # see group_counts
+        self._group_cells: list[tuple[np.ndarray, np.ndarray]] = []   # (group, cell) of samples not counted there yet
+        self._group_pending = 0
         self.samples = KeptSamples(self.chains)   # what the downloads hold
 
         # a few highlighted chains: their new positions since the view last asked
@@ -243,36 +246,63 @@ class LiveRun:
         th = self.theta_of(self.ens.z)
         return th if self.ens.n_diverged == 0 else th[self.ens.guard.alive]
 
-    def _bin(self, theta: np.ndarray):
-        """Marginal bin indices of the plotted coordinates, -1 outside."""
-        return [dg.uniform_bin_index(theta[:, i], self._lo[i], self._inv[i], self._nb[i])
-                for i in range(len(self.edges))]
+    def _cells(self, theta: np.ndarray) -> list[np.ndarray]:
+        """Each sample's bin on each plotted coordinate as `dg.uniform_bin_index` finds it, but the coordinate's bin
+        count where it is outside (NaN compares false, so it lands outside too): a bincount of it is the marginal
+        with the outside bin last, one pass fewer than testing both ends."""
+        cells = []
+        for i, nb in enumerate(self._nb):
+            f = (theta[:, i] - self._lo[i]) * self._inv[i]
+            cells.append(np.minimum(np.where(f >= 0, f, nb), nb).astype(np.intp))   # f >= 0 there: truncation is floor
+        return cells
 
     def _counts(self, theta: np.ndarray, groups: np.ndarray | None = None):
-        # each sample's bin of the scored histogram (joint for 2-D, else theta_1's), the outside bin last: one bincount
-        # gives that histogram, per group of chains when groups are counted (each bincount is most of the cost here)
-        size = self.masses.size + 1
+        """(marginal counts per plotted coordinate, the scored histogram's counts, its count outside the box); with
+        groups, each sample's group and cell are also kept for `group_counts`."""
+        cells = self._cells(theta)
         if self.dim == 2:
-            ix, iy = idx = self._bin(theta)
-            cell = np.where((ix >= 0) & (iy >= 0), ix * self._nb[1] + iy, size - 1)
-        else:
-            # theta_1's bin as uniform_bin_index finds it, with the outside bin (size - 1, its bin count) in the
-            # same pass; NaN compares false, so it lands outside too. theta_1's marginal is this histogram.
-            f = (theta[:, 0] - self._lo[0]) * self._inv[0]
-            cell = np.where((f >= 0) & (f < self._nb[0]), f, size - 1).astype(np.intp)
-            idx = [None] + [dg.uniform_bin_index(theta[:, i], self._lo[i], self._inv[i], self._nb[i])
-                            for i in range(1, len(self.edges))]
+            # the joint with each coordinate's outside bin: the scored histogram and both marginals in one bincount
+            nx, ny = self._nb
+            cell = cells[0] * (ny + 1) + cells[1]
+            grid = np.bincount(cell, minlength=(nx + 1) * (ny + 1)).reshape(nx + 1, ny + 1)
+            joint = grid[:nx, :ny]
+            marg = [grid[:nx].sum(axis=1), grid[:, :ny].sum(axis=0)]
+            outside = float(theta.shape[0] - joint.sum())
+        else:   # the scored histogram is theta_1's marginal, its outside bin last
+            cell = cells[0]
+            scored = np.bincount(cell, minlength=self._nb[0] + 1)
+            joint, outside = scored[:-1].reshape(self.masses.shape), float(scored[-1])
+            marg = [joint] + [np.bincount(c, minlength=nb + 1)[:nb] for c, nb in zip(cells[1:], self._nb[1:])]
         if groups is not None and self.groups > 1:
-            per_group = np.bincount(groups * size + cell, minlength=self.group_counts.size).reshape(
-                self.group_counts.shape)
-            self.group_counts += per_group
-            scored = per_group.sum(axis=0)
+            self._group_cells.append((groups, cell))
+            self._group_pending += cell.size
+            if self._group_pending > GROUP_FOLD:
+                self._fold_groups()
+        return marg, joint, outside
+
+    @property
+    def group_counts(self) -> np.ndarray:
+        """The scored histogram's counts per group of chains (groups, bins + the outside bin), with the samples
+        kept since the last read: counted when read (every `every` steps, noise_floor), not every frame, as a pass
+        over groups x bins costs more than binning a frame's samples (2-D: 16 x 2501 against 5 x 1000)."""
+        if self._group_cells:
+            self._fold_groups()
+        return self._group_counts
+
+    def _fold_groups(self) -> None:
+        groups, cells = (np.concatenate(a) for a in zip(*self._group_cells))
+        self._group_cells, self._group_pending = [], 0
+        n_groups = self._group_counts.shape[0]
+        if self.dim == 2:
+            nx, ny = self._nb
+            grid = np.bincount(groups * ((nx + 1) * (ny + 1)) + cells,
+                               minlength=n_groups * (nx + 1) * (ny + 1)).reshape(n_groups, nx + 1, ny + 1)
+            inside = grid[:, :nx, :ny].reshape(n_groups, -1)
+            self._group_counts[:, :-1] += inside
+            self._group_counts[:, -1] += grid.sum(axis=(1, 2)) - inside.sum(axis=1)
         else:
-            scored = np.bincount(cell, minlength=size)
-        joint = scored[:-1].reshape(self.masses.shape)
-        marg = [joint if i == 0 and self.dim != 2 else np.bincount(ix[ix >= 0], minlength=nb)
-                for i, (ix, nb) in enumerate(zip(idx, self._nb))]
-        return marg, joint, float(scored[-1])
+            size = self._nb[0] + 1
+            self._group_counts += np.bincount(groups * size + cells, minlength=n_groups * size).reshape(n_groups, size)
 
     def _accumulate(self, theta: np.ndarray, groups: np.ndarray | None = None) -> None:
         """Add these live states (rows of theta, from one or more steps) to the histograms."""
