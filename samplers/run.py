@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -180,7 +180,7 @@ class Ensemble:
             for _ in range(steps):   # blocks take all their steps in one go: a step at a time, each sees every state
                 each(self._advance_blocks(step, 1))
             return self.z
-        with self.drawing_ahead(steps if ahead else 0), np.errstate(all="ignore"):   # overflow: the guard's
+        with self.drawing_ahead(steps) if ahead else nullcontext(), np.errstate(all="ignore"):   # overflow: the guard's
             rng, record, guard, dtype, every = self._draws, self.stats.record, self.guard, self.dtype, slice(None)
             limit = guard.quick_limit(self.z)
             for _ in range(steps):   # a small ensemble's step is mostly Python: this loop's is kept to the least
