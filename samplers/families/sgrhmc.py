@@ -10,6 +10,7 @@ from samplers.engine.noise import scaled_noise
 from samplers.engine.recipe import Recipe
 from samplers.engine.symbols import StateSymbols
 from samplers.families.common import (
+    fixed_bhat,
     gradient,
     hamiltonian_blocks,
     init_momentum,
@@ -55,7 +56,7 @@ def sgrhmc_prepare(s, dtype, eps):
     d, beta, oracle, naive = s.dim, s.beta, s.oracle, s.spec.naive
     root_mD, metric_C = np.sqrt(s["metric_D"]), s.metric_C
     gamma = (0.25 / beta) * np.sqrt(s["metric_D"])
-    fixed = s.bhat is not None
+    fixed = fixed_bhat(s)
     scale = eps * (2 / beta - eps * scalar_bhat(s, None)) if fixed else None
 
     def step(z, rng, t):
