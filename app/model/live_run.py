@@ -69,6 +69,26 @@ class KeptSamples:
             self.every *= 2
 
 
+class _Frame:
+    """Called with the state after each step of a frame (`Ensemble.advance`'s `each`): copies it into zs (or, with
+    zs None, keeps a copy in z's own layout, which a target's view may see: `theta_of`), and the live chains of
+    each step after a chain was frozen (a step without an entry had every chain alive). The states are copies: a
+    later step may reuse its input."""
+    __slots__ = ("zs", "states", "alive", "guard", "n")
+
+    def __init__(self, zs: np.ndarray | None, guard):
+        self.zs, self.states, self.alive, self.guard, self.n = zs, [], {}, guard, 0
+
+    def __call__(self, z: np.ndarray) -> None:
+        if self.zs is None:
+            self.states.append(z.copy(order="K"))
+        else:
+            self.zs[self.n] = z
+        if not self.guard._none_frozen:
+            self.alive[self.n] = self.guard.alive.copy()
+        self.n += 1
+
+
 class LiveRun:
     """An Ensemble advanced step by step, with histograms, paths, an ESS trace and metrics."""
 
@@ -124,7 +144,8 @@ class LiveRun:
         # a few highlighted chains: their new positions since the view last asked
         self.path_chains = np.arange(min(int(n_paths), self.chains))
         self._pending: list[np.ndarray] = []   # rows: (t, theta_1[, theta_2][, r]) per highlighted chain
-        self._path_index = np.ix_(self.path_chains, [*range(self.plot_dims), *self.r_cols[:1]])
+        cols = [*range(self.plot_dims), *self.r_cols[:1]]   # the first chains' columns: a slice where they follow
+        self._path_cols = slice(cols[0], cols[-1] + 1) if cols == list(range(cols[0], cols[-1] + 1)) else cols
         self.path_cap = 2000
 
         # ESS of theta_1 from a short trace of the first chains (cheap, refreshed now and then)
@@ -140,6 +161,7 @@ class LiveRun:
         self._escaped = (0, -1)            # (chains escaped at the last check, its step)
         self._all_alive = np.ones(self.chains, bool)
         self._steps_groups = np.zeros(0, np.intp)
+        self._states = None                # a frame's states (see _frame_states)
         self._record_path()
 
     def enable_log_marginal(self) -> bool:
@@ -188,46 +210,51 @@ class LiveRun:
     def advance(self, steps: int) -> None:
         """Advance `steps` steps, accumulating as we go. Errors of the dynamics propagate
         (RecipeError, SamplerError...): the caller pauses and shows them."""
-        states, alive, guard = [], [], self.ens.guard
-
-        def keep(z):   # each step's state, recorded after the steps: a frame's records cost about what one step's did
-            states.append(z.copy(order="K"))   # a copy: a later step may reuse z; "K": theta_of sees z's own layout
-            alive.append(None if guard._none_frozen else guard.alive.copy())   # None: every chain alive
-
+        frame = _Frame(self._frame_states(int(steps)), self.ens.guard)
         t0 = self.ens.t
         try:
             # not drawn ahead: a served process's other core serves other sessions (deploy: a process per core)
-            self.ens.advance(steps, each=keep, ahead=False)
+            self.ens.advance(steps, each=frame, ahead=False)
         finally:    # what was stepped is recorded and counted, also when a step raised
-            if states:
-                self._record_steps(t0, states, alive)
+            if frame.n:
+                self._record_steps(t0, frame)
 
-    def _record_steps(self, t0: int, states: list, alive: list) -> None:
-        """The paths, the ESS trace, the downloads and the histograms of the states of steps t0 + 1, t0 + 2, ...
-        (alive: each step's live chains, None for all), as recording them step by step would."""
-        ts = range(t0 + 1, t0 + len(states) + 1)
-        zs = np.stack(states) if self._view is None else None   # (steps, chains, n)
+    def _frame_states(self, steps: int) -> np.ndarray | None:
+        """An array for a frame's states (steps, chains, n), kept for the next frame of as many steps; None for a
+        target with a view, whose states are copied one by one as they are (see _Frame)."""
+        if self._view is not None:
+            return None
+        if self._states is None or len(self._states) != steps:
+            self._states = np.empty((steps, *self.ens.z.shape), self.ens.z.dtype)
+        return self._states
+
+    def _record_steps(self, t0: int, frame: _Frame) -> None:
+        """The paths, the ESS trace, the downloads and the histograms of the frame's states of steps t0 + 1,
+        t0 + 2, ..., as recording them step by step would."""
+        ts = range(t0 + 1, t0 + frame.n + 1)
+        zs, states, alive = frame.zs, frame.states, frame.alive
         if zs is None:
             for t, z in zip(ts, states):
                 self._record_path(z, t)
                 self._record_ess(z)
         else:
+            zs = states = zs[: frame.n]
             self._record_paths(ts, zs)
             self._record_ess_steps(zs)
         due = [i for i, t in enumerate(ts) if t > self.burn and t % self.thin == 0]
         if not due:
             return
         for i in due:
-            self.samples.offer(ts[i], states[i], self._all_alive if alive[i] is None else alive[i])
-        if zs is not None and all(alive[i] is None for i in due):
+            self.samples.offer(ts[i], states[i], alive.get(i, self._all_alive))
+        if zs is not None and not alive:
             # binned once for all the steps: the per-call cost of the binning is most of it at 10^3 chains
-            th = (zs[due] if len(due) < len(states) else zs)[:, :, :self.dim].reshape(-1, self.dim)
+            th = (zs[due] if len(due) < len(zs) else zs)[:, :, :self.dim].reshape(-1, self.dim)
             self._accumulate(th, self._groups_of_steps(len(due)))
             return
         kept, groups = [], []
         for i in due:
             th = self.theta_of(states[i])
-            if alive[i] is not None:
+            if i in alive:
                 th, group = th[alive[i]], self._group_of[alive[i]]
             else:
                 group = self._group_of
@@ -337,10 +364,11 @@ class LiveRun:
 
     def _record_paths(self, ts, zs: np.ndarray) -> None:
         """Rows (t, the highlighted chains' columns) of the states zs (steps, chains, n) at steps ts: the
-        state's own columns, in one index for all the steps (a step's Python overhead counts here)."""
-        rows = np.empty((len(zs), 1 + self._path_index[0].size * self._path_index[1].size))
+        state's own columns, in one index for all the steps."""
+        points = zs[:, : self.path_chains.size, self._path_cols].reshape(len(zs), -1)
+        rows = np.empty((len(zs), 1 + points.shape[1]))
         rows[:, 0] = ts
-        rows[:, 1:] = zs[(slice(None), *self._path_index)].reshape(len(zs), -1)
+        rows[:, 1:] = points
         self._append_rows(rows)
 
     def _append_rows(self, rows: np.ndarray) -> None:
@@ -353,12 +381,15 @@ class LiveRun:
         self._ess_n += 1
 
     def _record_ess_steps(self, zs: np.ndarray) -> None:
-        """`_record_ess` of each state of zs (steps, chains, n) in turn, for a target without a view, in one
-        assignment (of the last len(buffer) states at most: an index repeated in one is left undefined)."""
-        size = len(self._ess_buf)
-        k = len(zs)
-        at = (self._ess_n + np.arange(max(k - size, 0), k)) % size
-        self._ess_buf[at] = zs[-size:, : self._ess_chains, 0]
+        """`_record_ess` of each state of zs (steps, chains, n) in turn, for a target without a view: the last
+        len(buffer) of them at most, in the buffer's slots from the next one on, round to its start."""
+        size, k = len(self._ess_buf), len(zs)
+        m = min(k, size)
+        src = zs[k - m:, : self._ess_chains, 0]
+        at = (self._ess_n + k - m) % size
+        first = min(size - at, m)
+        self._ess_buf[at: at + first] = src[:first]
+        self._ess_buf[: m - first] = src[first:]
         self._ess_n += k
 
     # -- what the views read ---------------------------------------------------------
