@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from app.model import lab as lab_module
+from app.model import live_run
 from app.model.config import LabConfig
 from app.model.lab import Lab
 from app.model.live_run import LiveRun
@@ -143,10 +144,12 @@ def reference_records(run: LiveRun, steps: int) -> dict:
                                  dict(potential="double-well", sampler="sgld", params={"eps": "0.12"}),
                                  dict(potential="sparse-dirichlet", sampler="scir", batch=10)],
                          ids=["2-D", "diverging", "simplex view"])
-def test_a_frames_records_are_those_of_its_steps_one_by_one(cfg):
+def test_a_frames_records_are_those_of_its_steps_one_by_one(cfg, monkeypatch):
     """LiveRun.advance records a frame's states after its steps (issue 28): the same paths, ESS trace, histograms,
-    group counts, downloads and frozen chains as a step-by-step reference, over frames longer than the ESS buffer
-    and the path cap, with chains diverging within a frame, and for a target whose runs keep a view (omega)."""
+    group counts (counted as they wait and when read), downloads and frozen chains as a step-by-step reference,
+    over frames longer than the ESS buffer and the path cap, with chains diverging within a frame, and for a
+    target whose runs keep a view (omega)."""
+    monkeypatch.setattr(live_run, "GROUP_FOLD", 1000)
     sampler = Lab(LabConfig(chains=200, **cfg)).runs[0].sampler
     run, ref = (LiveRun(sampler, 200, seed=3, burn=4, thin=2, ess_len=32) for _ in range(2))
     run.path_cap = ref.path_cap = 60

@@ -25,7 +25,7 @@ _MASS_CACHE = BoundedCache(256)
 # the noise floor's groups of chains (see LiveRun.noise_floor): 16 give each bin's variance to ±35 %, and the
 # floor, a sum over the bins, closer; below 8 groups (16 chains) or 50 samples a group it is not decidable
 FLOOR_GROUPS, MIN_GROUPS, MIN_GROUP_SAMPLES = 16, 8, 50
-GROUP_FOLD = 1 << 20   # samples whose groups wait to be counted at most (8 MB of indices)
+GROUP_FOLD = 1 << 16   # samples whose groups wait to be counted at most (512 kB of indices: counted in cache)
 
 
 def bin_masses(pot, edges) -> np.ndarray:
@@ -137,7 +137,7 @@ class LiveRun:
         self.groups = min(FLOOR_GROUPS, self.chains // 2)
         self._group_of = np.arange(self.chains) % max(self.groups, 1)
         self._group_counts = np.zeros((max(self.groups, 1), self.masses.size + 1))   # see group_counts
-        self._group_cells: list[tuple[np.ndarray, np.ndarray]] = []   # (group, cell) of samples not counted there yet
+        self._group_cells: list[np.ndarray] = []   # cells in the groups' grids of samples not counted there yet
         self._group_pending = 0
         self.samples = KeptSamples(self.chains)   # what the downloads hold
 
@@ -160,7 +160,7 @@ class LiveRun:
         self.log_marginal = None
         self._escaped = (0, -1)            # (chains escaped at the last check, its step)
         self._all_alive = np.ones(self.chains, bool)
-        self._steps_groups = np.zeros(0, np.intp)
+        self._steps_groups = self._steps_base = np.zeros(0, np.intp)
         self._states = None                # a frame's states (see _frame_states)
         self._record_path()
 
@@ -264,9 +264,11 @@ class LiveRun:
         self._accumulate(kept[0] if one else np.concatenate(kept), groups[0] if one else np.concatenate(groups))
 
     def _groups_of_steps(self, k: int) -> np.ndarray:
-        """The group of each chain, for k steps' states one after the other (kept for the next frame of as many)."""
+        """The group of each chain, for k steps' states one after the other (kept for the next frame of as many,
+        with the start of each one's cells in the groups' grids: see _counts)."""
         if self._steps_groups.size != k * self.chains:
             self._steps_groups = np.tile(self._group_of, k)
+            self._steps_base = self._steps_groups * ((self._nb[0] + 1) * (self._nb[1] + 1 if self.dim == 2 else 1))
         return self._steps_groups
 
     def _live_theta(self) -> np.ndarray:
@@ -287,6 +289,7 @@ class LiveRun:
         """(marginal counts per plotted coordinate, the scored histogram's counts, its count outside the box); with
         groups, each sample's group and cell are also kept for `group_counts`."""
         cells = self._cells(theta)
+        cells_per_group = (self._nb[0] + 1) * (self._nb[1] + 1 if self.dim == 2 else 1)
         if self.dim == 2:
             # the joint with each coordinate's outside bin: the scored histogram and both marginals in one bincount
             nx, ny = self._nb
@@ -301,7 +304,9 @@ class LiveRun:
             joint, outside = scored[:-1].reshape(self.masses.shape), float(scored[-1])
             marg = [joint] + [np.bincount(c, minlength=nb + 1)[:nb] for c, nb in zip(cells[1:], self._nb[1:])]
         if groups is not None and self.groups > 1:
-            self._group_cells.append((groups, cell))
+            # each sample's cell in its group's grid, counted when group_counts is read or enough wait
+            base = self._steps_base if groups is self._steps_groups else groups * cells_per_group
+            self._group_cells.append(base + cell)
             self._group_pending += cell.size
             if self._group_pending > GROUP_FOLD:
                 self._fold_groups()
@@ -317,19 +322,18 @@ class LiveRun:
         return self._group_counts
 
     def _fold_groups(self) -> None:
-        groups, cells = (np.concatenate(a) for a in zip(*self._group_cells))
+        cells = self._group_cells[0] if len(self._group_cells) == 1 else np.concatenate(self._group_cells)
         self._group_cells, self._group_pending = [], 0
         n_groups = self._group_counts.shape[0]
         if self.dim == 2:
             nx, ny = self._nb
-            grid = np.bincount(groups * ((nx + 1) * (ny + 1)) + cells,
-                               minlength=n_groups * (nx + 1) * (ny + 1)).reshape(n_groups, nx + 1, ny + 1)
+            grid = np.bincount(cells, minlength=n_groups * (nx + 1) * (ny + 1)).reshape(n_groups, nx + 1, ny + 1)
             inside = grid[:, :nx, :ny].reshape(n_groups, -1)
             self._group_counts[:, :-1] += inside
             self._group_counts[:, -1] += grid.sum(axis=(1, 2)) - inside.sum(axis=1)
         else:
             size = self._nb[0] + 1
-            self._group_counts += np.bincount(groups * size + cells, minlength=n_groups * size).reshape(n_groups, size)
+            self._group_counts += np.bincount(cells, minlength=n_groups * size).reshape(n_groups, size)
 
     def _accumulate(self, theta: np.ndarray, groups: np.ndarray | None = None) -> None:
         """Add these live states (rows of theta, from one or more steps) to the histograms."""
