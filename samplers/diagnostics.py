@@ -441,22 +441,34 @@ def all_within(z, bound=1e6) -> bool:
     """Whether every entry is finite and within the bound: the common case, in two reductions without
     temporaries (a NaN makes max NaN, which fails the test). float32: first in one pass, the sum of squares,
     which bounds every |z| (a NaN or an overflow fails it too); the reductions decide where it does not pass."""
-    if z.dtype == np.float32 and 0 < z.size <= _SUMSQ_MAX:
+    limit = sumsq_limit(z, bound)
+    if limit is not None:
         flat = z.ravel(order="K")
-        if flat.dot(flat) <= _SUMSQ_SHARE * bound * bound:
+        if flat.dot(flat) <= limit:
             return True
-    # the ufuncs' reduce directly: ndarray.max goes through a Python wrapper, a third of the cost at 10^3 chains
-    return bool(z.size and z.dtype.kind == "f" and np.maximum.reduce(z, axis=None) <= bound
-                and np.minimum.reduce(z, axis=None) >= -bound)
+    # the ufuncs' reduce directly: ndarray.max goes through a Python wrapper, a third of the cost at 10^3 chains;
+    # compared as Python floats: a float32 max compared with a bound past float32's range would round the bound to inf
+    return bool(z.size and z.dtype.kind == "f" and float(np.maximum.reduce(z, axis=None)) <= bound
+                and float(np.minimum.reduce(z, axis=None)) >= -bound)
 
 
-# The float32 sum of squares: BLAS's sdot, one pass against two reductions (docs/notes/throughput.md), called as
-# the array's method (np.dot's dispatch is a third of it at 2000 entries). Not for
-# float64: OpenBLAS threads ddot on large vectors, which inside the chain blocks' threads would contend with them.
-# A float32 sum of n squares is within n u (u = 2^-24) of the exact one, so below a quarter of bound^2 the exact
-# sum is below bound^2 for n up to 2^22.
+# The sum of squares: BLAS's sdot or ddot, one pass against two reductions (docs/notes/throughput.md), called as
+# the array's method (np.dot's dispatch is a third of it at 2000 entries). float64 only up to _SUMSQ_MAX64
+# entries: OpenBLAS threads ddot above 10^4 entries (docs/notes/throughput.md), which inside the chain
+# blocks' threads would contend with them. A sum of n squares is within n u (u = 2^-24, float32) of the
+# exact one, so below a quarter of bound^2 the exact sum is below bound^2 for n up to 2^22. A bound whose
+# square overflows has no limit: an infinite sum would pass it.
 _SUMSQ_MAX = 1 << 22
+_SUMSQ_MAX64 = 1 << 13
 _SUMSQ_SHARE = 0.25
+
+
+def sumsq_limit(z, bound) -> float | None:
+    """A number that the sum of squares of z's entries at or below it shows every entry finite and within the
+    bound, or None where that test is not made (then the reductions of `all_within`)."""
+    most = _SUMSQ_MAX if z.dtype == np.float32 else _SUMSQ_MAX64 if z.dtype == np.float64 else 0
+    limit = _SUMSQ_SHARE * bound * bound
+    return limit if 0 < z.size <= most and limit < np.inf else None
 
 
 def find_divergent(z, bound=1e6):
@@ -545,9 +557,9 @@ class DivergenceGuard:
 
     def quick_limit(self, z):
         """For a caller that inlines the common case: a number that `flat.dot(flat)` of z raveled below it
-        shows every entry within the bound (the float32 test of `all_within`), or None where that test does
+        shows every entry within the bound (the first test of `all_within`), or None where that test does
         not apply (then `apply_rows`). Only while no chain is frozen: `apply_rows` keeps frozen rows."""
-        return _SUMSQ_SHARE * self.bound * self.bound if z.dtype == np.float32 and 0 < z.size <= _SUMSQ_MAX else None
+        return sumsq_limit(z, self.bound)
 
     def apply_rows(self, rows: slice, z_old, z_new, step: int):
         """`apply` for the chains `rows` only, at the given step count, which the caller advances: blocks of

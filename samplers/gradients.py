@@ -24,6 +24,7 @@ class ExactGradient:
     """Full-data gradient: no noise, no random draws."""
     noisy = False
     scalar_bhat = True   # its B-hat is one number (fast paths need that)
+    constant_bhat = True   # and the same at every theta: a prepared step reads it once (families.common.fixed_bhat)
     blockwise = True     # keeps no state between calls: chain blocks may call it on threads
 
     def __init__(self, potential: Potential):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -168,12 +168,19 @@ class Ensemble:
     def n_diverged(self) -> int:
         return self.guard.n_diverged
 
-    def advance(self, steps: int = 1) -> np.ndarray:
+    def advance(self, steps: int = 1, each=None, ahead: bool = True) -> np.ndarray:
+        """Advance `steps` steps. each: called as each(z) with the state after every step (the lab records its
+        paths and histograms from them), a state that a later step may reuse: copy what is kept. ahead: whether
+        the normals may be drawn ahead on another core (`drawing_ahead`)."""
         step = self.sampler.engine_step if self.engine else self.stepper()
         steps = int(steps)
         if len(self.blocks) > 1:
-            return self._advance_blocks(step, steps)
-        with self.drawing_ahead(steps), np.errstate(all="ignore"):   # overflow: the guard catches it, per chain
+            if each is None:
+                return self._advance_blocks(step, steps)
+            for _ in range(steps):   # blocks take all their steps in one go: a step at a time, each sees every state
+                each(self._advance_blocks(step, 1))
+            return self.z
+        with self.drawing_ahead(steps) if ahead else nullcontext(), np.errstate(all="ignore"):   # overflow: the guard's
             rng, record, guard, dtype, every = self._draws, self.stats.record, self.guard, self.dtype, slice(None)
             limit = guard.quick_limit(self.z)
             for _ in range(steps):   # a small ensemble's step is mostly Python: this loop's is kept to the least
@@ -182,14 +189,13 @@ class Ensemble:
                 record(info)
                 if new.dtype != dtype:
                     new = new.astype(dtype)
-                if limit is not None and guard._none_frozen:   # the guard's common case, without its calls
-                    flat = new.ravel(order="K")
-                    if flat.dot(flat) <= limit:
-                        self.z = new
-                        guard.step += 1
-                        continue
-                self.z = guard.apply_rows(every, self.z, new, guard.step)
+                # the guard's common case without its calls (limit: see quick_limit), else the guard
+                if limit is None or not guard._none_frozen or not (flat := new.ravel(order="K")).dot(flat) <= limit:
+                    new = guard.apply_rows(every, self.z, new, guard.step)
+                self.z = new
                 guard.step += 1
+                if each is not None:
+                    each(new)
         return self.z
 
     def stepper(self):

@@ -375,12 +375,21 @@ class Sampler:
         """`step` for a run of steps with these parameters on a state of `dtype`: the fast path itself where
         `step` would take it at every step (nothing resampled), without `step`'s checks each time, and prepared
         for the run where the step is constant (a small ensemble's step is mostly Python: docs/notes/throughput.md)."""
-        if not self.params.get("resample_every") and (self.fast_ok or self.needs_fast_path()):
-            prepared = None
-            if self.spec.prepare is not None and not self.scheduled:
-                prepared = self.spec.prepare(self, np.dtype(dtype), self.step_size())
+        if not (self.fast_ok or self.needs_fast_path()):
+            return self.step
+        prepared = None
+        if self.spec.prepare is not None and not self.scheduled:
+            prepared = self.spec.prepare(self, np.dtype(dtype), self.step_size())
+        every = int(self.params.get("resample_every") or 0)
+        if not every:
             return prepared or functools.partial(self.spec.fast, self)
-        return self.step
+        if prepared is None:
+            return self.step
+        resample = self._resample
+
+        def resampling(z, rng, t):   # `step`: the momentum drawn afresh every `every` steps, then the fast path
+            return prepared(resample(z, rng, t) if t % every == 0 else z, rng, t)
+        return resampling
 
     def step(self, z, rng, t: int = 1) -> tuple[np.ndarray, StepInfo]:
         """One step (the fast path where there is one): the new state and what happened.

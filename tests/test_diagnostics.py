@@ -276,3 +276,15 @@ def test_all_within_agrees_with_the_entries(dtype):
         w[17, 2] = bad
         assert not dg.all_within(w, 1e6), bad
     assert not dg.all_within(z[:0], 1e6)
+    w = z.copy()
+    w[17, 2] = np.inf
+    assert not dg.all_within(w, 1e300)   # bound^2 overflows: no sum-of-squares test, the reductions decide
+
+
+def test_the_sum_of_squares_test_is_made_where_it_holds():
+    """float32 and float64 states have a limit (float64 below OpenBLAS's threaded ddot), a bound whose square
+    overflows none; below the limit every entry is within the bound."""
+    for dtype, most in ((np.float32, 1 << 22), (np.float64, 1 << 13)):
+        assert dg.sumsq_limit(np.zeros(most, dtype), 1e6) == 0.25e12
+        assert dg.sumsq_limit(np.zeros(most + 1, dtype), 1e6) is None
+    assert dg.sumsq_limit(np.zeros(10), 1e200) is None and dg.sumsq_limit(np.zeros(10, int), 1e6) is None

@@ -304,7 +304,8 @@ def test_float32_ensemble_equals_the_engine_ensemble(name, blocks, make_sampler)
 PREPARED = [n for n in FAST if REGISTRY[n].prepare is not None]
 PREPARED_CASES = [("gaussian", dict(V=1.0), {}), ("banana", dict(V=0.5), {"Bhat": 0.3}),
                   ("double-well", dict(V=0.0), {}), ("banana", dict(V=2.0), {"eps_c": 0.5, "eps_b": 3.0}),
-                  ("logistic", dict(V=None, batch=20), {"eps": 1e-3})]
+                  ("logistic", dict(V=None, batch=20), {"eps": 1e-3}),
+                  ("double-well", dict(V=1.0), {"resample_every": 3})]
 
 
 def step_by_step(s, ens0, steps):
@@ -317,7 +318,8 @@ def step_by_step(s, ens0, steps):
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
-@pytest.mark.parametrize("potential, oracle, params", PREPARED_CASES, ids=["V1", "Bhat", "exact", "scheduled", "batch"])
+@pytest.mark.parametrize("potential, oracle, params", PREPARED_CASES, ids=["V1", "Bhat", "exact", "scheduled", "batch",
+                                                                          "resample"])
 @pytest.mark.parametrize("name", PREPARED)
 def test_a_prepared_run_is_the_step_by_step_run(name, potential, oracle, params, dtype, make_sampler):
     """`advance` (the prepared step, the guard's common case inlined) is `step` with the guard's `apply`, bit for
@@ -331,6 +333,14 @@ def test_a_prepared_run_is_the_step_by_step_run(name, potential, oracle, params,
     ens.advance(7)
     ens.advance(5)
     assert ens.z.dtype == dtype and np.array_equal(ens.z, step_by_step(s, ref, 12))
+
+
+@pytest.mark.parametrize("name", [n for n in PREPARED if "resample_every" in REGISTRY[n].defaults])
+def test_the_resampling_case_resamples(name, make_sampler):
+    """Power of the "resample" case above: its momentum drawn afresh every 3 steps makes another run."""
+    runs = [Ensemble(make_sampler(name, "double-well", V=1.0, resample_every=k), 200, seed=4, blocks=1).advance(12)
+            for k in (3, 0)]
+    assert not np.allclose(*runs)
 
 
 def test_the_prepared_comparison_can_fail(make_sampler, monkeypatch):

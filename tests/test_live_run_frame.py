@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from app.model import lab as lab_module
+from app.model import live_run
 from app.model.config import LabConfig
 from app.model.lab import Lab
 from app.model.live_run import LiveRun
@@ -107,3 +108,72 @@ def test_the_exact_spread_is_computed_once_a_run_and_the_ratio_is_unchanged():
     run.masses = run.masses * 0      # the exact law is not read again: what the first call found is kept
     assert run.spread(dens) == pytest.approx(sd(dens) / exact, rel=1e-12)
     assert np.isnan(run.spread(dens * 0))
+
+
+def reference_records(run: LiveRun, steps: int) -> dict:
+    """What a frame of `steps` steps records, made from the states of another run of the same sampler and seed
+    stepped one step at a time, each step's records made from its state as the lab made them until issue 28's
+    fifth round: path row, ESS slot, kept theta of the live chains binned by `uniform_bin_index`, downloads."""
+    from samplers import diagnostics as dg
+    ens, out = run.ens, dict(rows=[], kept=[], groups=[])
+    for _ in range(steps):
+        ens.advance(1)
+        z, alive, t = ens.z, ens.guard.alive, ens.t
+        th = run.theta_of(z[run.path_chains])
+        cols = [th[:, i] for i in range(run.plot_dims)] + ([z[run.path_chains, run.r_cols[0]]] if run.r_cols else [])
+        out["rows"].append(np.concatenate([[float(t)], np.stack(cols, axis=1).ravel()]))
+        run._ess_buf[run._ess_n % len(run._ess_buf)] = run.theta_of(z[: run._ess_chains])[:, 0]
+        run._ess_n += 1
+        if t > run.burn and t % run.thin == 0:
+            run.samples.offer(t, z, alive)
+            out["kept"].append(run.theta_of(z)[alive])
+            out["groups"].append(run._group_of[alive])
+    theta = np.concatenate(out["kept"]) if out["kept"] else np.zeros((0, run.dim))
+    idx = [dg.uniform_bin_index(theta[:, i], run._lo[i], run._inv[i], run._nb[i]) for i in range(len(run.edges))]
+    inside = (idx[0] >= 0) & (idx[1] >= 0) if run.dim == 2 else idx[0] >= 0
+    cell = np.where(inside, idx[0] * run._nb[1] + idx[1] if run.dim == 2 else idx[0], run.masses.size)
+    groups = np.concatenate(out["groups"]) if out["groups"] else np.zeros(0, int)
+    per_group = np.zeros_like(run.group_counts)
+    np.add.at(per_group, (groups, cell), 1)
+    return dict(rows=out["rows"], kept=len(theta), outside=float((~inside).sum()), group_counts=per_group,
+                marg=[np.bincount(ix[ix >= 0], minlength=nb) for ix, nb in zip(idx, run._nb)],
+                joint=np.bincount(cell[inside], minlength=run.masses.size).reshape(run.masses.shape))
+
+
+@pytest.mark.parametrize("cfg", [dict(potential="banana", sampler="sghmc"),
+                                 dict(potential="double-well", sampler="sgld", params={"eps": "0.12"}),
+                                 dict(potential="sparse-dirichlet", sampler="scir", batch=10)],
+                         ids=["2-D", "diverging", "simplex view"])
+def test_a_frames_records_are_those_of_its_steps_one_by_one(cfg, monkeypatch):
+    """LiveRun.advance records a frame's states after its steps (issue 28): the same paths, ESS trace, histograms,
+    group counts (counted as they wait and when read), downloads and frozen chains as a step-by-step reference,
+    over frames longer than the ESS buffer and the path cap, with chains diverging within a frame, and for a
+    target whose runs keep a view (omega)."""
+    monkeypatch.setattr(live_run, "GROUP_FOLD", 1000)
+    sampler = Lab(LabConfig(chains=200, **cfg)).runs[0].sampler
+    run, ref = (LiveRun(sampler, 200, seed=3, burn=4, thin=2, ess_len=32) for _ in range(2))
+    run.path_cap = ref.path_cap = 60
+    ref.take_path_points()
+    rows = []
+    for steps in (3, 1, 6, 40, 2, 75):
+        run.advance(steps)
+        want = reference_records(ref, steps)
+        rows += want["rows"]
+        for acc, c in zip(ref.marg_counts, want["marg"]):
+            acc += c
+        ref.joint_counts += want["joint"]
+        ref.joint_outside += want["outside"]
+        ref.kept += want["kept"]
+        ref._group_counts += want["group_counts"]
+        np.testing.assert_array_equal(run.ens.z, ref.ens.z)
+        np.testing.assert_array_equal(run.alive, ref.alive)
+    assert run.kept == ref.kept > 0 and run.joint_outside == ref.joint_outside
+    for a, b in zip(run.marg_counts + [run.joint_counts, run.group_counts, run._ess_buf],
+                    ref.marg_counts + [ref.joint_counts, ref.group_counts, ref._ess_buf]):
+        np.testing.assert_array_equal(a, b)
+    assert run._ess_n == ref._ess_n and run.samples.steps == ref.samples.steps
+    for a, b in zip(run.samples.states + run.samples.alive, ref.samples.states + ref.samples.alive):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(run.take_path_points(), np.array(rows[-60:]))
+    if cfg["sampler"] == "sgld":
+        assert 0 < run.n_diverged < run.chains

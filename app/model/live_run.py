@@ -25,6 +25,7 @@ _MASS_CACHE = BoundedCache(256)
 # the noise floor's groups of chains (see LiveRun.noise_floor): 16 give each bin's variance to ±35 %, and the
 # floor, a sum over the bins, closer; below 8 groups (16 chains) or 50 samples a group it is not decidable
 FLOOR_GROUPS, MIN_GROUPS, MIN_GROUP_SAMPLES = 16, 8, 50
+GROUP_FOLD = 1 << 16   # samples whose groups wait to be counted at most (512 kB of indices: counted in cache)
 
 
 def bin_masses(pot, edges) -> np.ndarray:
@@ -66,6 +67,26 @@ class KeptSamples:
         if len(self.steps) > self.max_snapshots:
             self.steps, self.states, self.alive = self.steps[::2], self.states[::2], self.alive[::2]
             self.every *= 2
+
+
+class _Frame:
+    """Called with the state after each step of a frame (`Ensemble.advance`'s `each`): copies it into zs (or, with
+    zs None, keeps a copy in z's own layout, which a target's view may see: `theta_of`), and the live chains of
+    each step after a chain was frozen (a step without an entry had every chain alive). The states are copies: a
+    later step may reuse its input."""
+    __slots__ = ("zs", "states", "alive", "guard", "n")
+
+    def __init__(self, zs: np.ndarray | None, guard):
+        self.zs, self.states, self.alive, self.guard, self.n = zs, [], {}, guard, 0
+
+    def __call__(self, z: np.ndarray) -> None:
+        if self.zs is None:
+            self.states.append(z.copy(order="K"))
+        else:
+            self.zs[self.n] = z
+        if not self.guard._none_frozen:
+            self.alive[self.n] = self.guard.alive.copy()
+        self.n += 1
 
 
 class LiveRun:
@@ -115,13 +136,16 @@ class LiveRun:
         # chains' autocorrelation, bin by bin (see noise_floor)
         self.groups = min(FLOOR_GROUPS, self.chains // 2)
         self._group_of = np.arange(self.chains) % max(self.groups, 1)
-        self.group_counts = np.zeros((max(self.groups, 1), self.masses.size + 1))
+        self._group_counts = np.zeros((max(self.groups, 1), self.masses.size + 1))   # see group_counts
+        self._group_cells: list[np.ndarray] = []   # cells in the groups' grids of samples not counted there yet
+        self._group_pending = 0
         self.samples = KeptSamples(self.chains)   # what the downloads hold
 
         # a few highlighted chains: their new positions since the view last asked
         self.path_chains = np.arange(min(int(n_paths), self.chains))
         self._pending: list[np.ndarray] = []   # rows: (t, theta_1[, theta_2][, r]) per highlighted chain
-        self._path_index = np.ix_(self.path_chains, [*range(self.plot_dims), *self.r_cols[:1]])
+        cols = [*range(self.plot_dims), *self.r_cols[:1]]   # the first chains' columns: a slice where they follow
+        self._path_cols = slice(cols[0], cols[-1] + 1) if cols == list(range(cols[0], cols[-1] + 1)) else cols
         self.path_cap = 2000
 
         # ESS of theta_1 from a short trace of the first chains (cheap, refreshed now and then)
@@ -135,6 +159,9 @@ class LiveRun:
         self.error: str | None = None
         self.log_marginal = None
         self._escaped = (0, -1)            # (chains escaped at the last check, its step)
+        self._all_alive = np.ones(self.chains, bool)
+        self._steps_groups = self._steps_base = np.zeros(0, np.intp)
+        self._states = None                # a frame's states (see _frame_states)
         self._record_path()
 
     def enable_log_marginal(self) -> bool:
@@ -183,62 +210,130 @@ class LiveRun:
     def advance(self, steps: int) -> None:
         """Advance `steps` steps, accumulating as we go. Errors of the dynamics propagate
         (RecipeError, SamplerError...): the caller pauses and shows them."""
-        kept, groups = [], []
-        ens, guard = self.ens, self.ens.guard
+        frame = _Frame(self._frame_states(int(steps)), self.ens.guard)
+        t0 = self.ens.t
         try:
-            for _ in range(int(steps)):
-                ens.advance(1)
-                self._record_path()
-                self._record_ess()
-                if ens.t > self.burn and ens.t % self.thin == 0:
-                    self.samples.offer(ens.t, ens.z, guard.alive)
-                    th = self.theta_of(ens.z)
-                    if ens.n_diverged:
-                        th, group = th[guard.alive], self._group_of[guard.alive]
-                    else:
-                        th, group = th.copy(), self._group_of   # not a view of a state a later step may reuse
-                    kept.append(th)
-                    groups.append(group)
-        finally:    # what was stepped is counted, also when a step raised
-            if kept:
-                # binned once for all the steps: the per-call cost of the binning is most of it at 10^3 chains
-                one = len(kept) == 1
-                self._accumulate(kept[0] if one else np.concatenate(kept), groups[0] if one else np.concatenate(groups))
+            # not drawn ahead: a served process's other core serves other sessions (deploy: a process per core)
+            self.ens.advance(steps, each=frame, ahead=False)
+        finally:    # what was stepped is recorded and counted, also when a step raised
+            if frame.n:
+                self._record_steps(t0, frame)
+
+    def _frame_states(self, steps: int) -> np.ndarray | None:
+        """An array for a frame's states (steps, chains, n), kept for the next frame of as many steps; None for a
+        target with a view, whose states are copied one by one as they are (see _Frame)."""
+        if self._view is not None:
+            return None
+        if self._states is None or len(self._states) != steps:
+            self._states = np.empty((steps, *self.ens.z.shape), self.ens.z.dtype)
+        return self._states
+
+    def _record_steps(self, t0: int, frame: _Frame) -> None:
+        """The paths, the ESS trace, the downloads and the histograms of the frame's states of steps t0 + 1,
+        t0 + 2, ..., as recording them step by step would."""
+        ts = range(t0 + 1, t0 + frame.n + 1)
+        zs, states, alive = frame.zs, frame.states, frame.alive
+        if zs is None:
+            for t, z in zip(ts, states):
+                self._record_path(z, t)
+                self._record_ess(z)
+        else:
+            zs = states = zs[: frame.n]
+            self._record_paths(ts, zs)
+            self._record_ess_steps(zs)
+        due = [i for i, t in enumerate(ts) if t > self.burn and t % self.thin == 0]
+        if not due:
+            return
+        for i in due:
+            self.samples.offer(ts[i], states[i], alive.get(i, self._all_alive))
+        if zs is not None and not alive:
+            # binned once for all the steps: the per-call cost of the binning is most of it at 10^3 chains
+            th = (zs[due] if len(due) < len(zs) else zs)[:, :, :self.dim].reshape(-1, self.dim)
+            self._accumulate(th, self._groups_of_steps(len(due)))
+            return
+        kept, groups = [], []
+        for i in due:
+            th = self.theta_of(states[i])
+            if i in alive:
+                th, group = th[alive[i]], self._group_of[alive[i]]
+            else:
+                group = self._group_of
+            kept.append(th)
+            groups.append(group)
+        one = len(kept) == 1
+        self._accumulate(kept[0] if one else np.concatenate(kept), groups[0] if one else np.concatenate(groups))
+
+    def _groups_of_steps(self, k: int) -> np.ndarray:
+        """The group of each chain, for k steps' states one after the other (kept for the next frame of as many,
+        with the start of each one's cells in the groups' grids: see _counts)."""
+        if self._steps_groups.size != k * self.chains:
+            self._steps_groups = np.tile(self._group_of, k)
+            self._steps_base = self._steps_groups * ((self._nb[0] + 1) * (self._nb[1] + 1 if self.dim == 2 else 1))
+        return self._steps_groups
 
     def _live_theta(self) -> np.ndarray:
         th = self.theta_of(self.ens.z)
         return th if self.ens.n_diverged == 0 else th[self.ens.guard.alive]
 
-    def _bin(self, theta: np.ndarray):
-        """Marginal bin indices of the plotted coordinates, -1 outside."""
-        return [dg.uniform_bin_index(theta[:, i], self._lo[i], self._inv[i], self._nb[i])
-                for i in range(len(self.edges))]
+    def _cells(self, theta: np.ndarray) -> list[np.ndarray]:
+        """Each sample's bin on each plotted coordinate as `dg.uniform_bin_index` finds it, but the coordinate's bin
+        count where it is outside (NaN compares false, so it lands outside too): a bincount of it is the marginal
+        with the outside bin last, one pass fewer than testing both ends."""
+        cells = []
+        for i, nb in enumerate(self._nb):
+            f = (theta[:, i] - self._lo[i]) * self._inv[i]
+            cells.append(np.minimum(np.where(f >= 0, f, nb), nb).astype(np.intp))   # f >= 0 there: truncation is floor
+        return cells
 
     def _counts(self, theta: np.ndarray, groups: np.ndarray | None = None):
-        # each sample's bin of the scored histogram (joint for 2-D, else theta_1's), the outside bin last: one bincount
-        # gives that histogram, per group of chains when groups are counted (each bincount is most of the cost here)
-        size = self.masses.size + 1
+        """(marginal counts per plotted coordinate, the scored histogram's counts, its count outside the box); with
+        groups, each sample's group and cell are also kept for `group_counts`."""
+        cells = self._cells(theta)
+        cells_per_group = (self._nb[0] + 1) * (self._nb[1] + 1 if self.dim == 2 else 1)
         if self.dim == 2:
-            ix, iy = idx = self._bin(theta)
-            cell = np.where((ix >= 0) & (iy >= 0), ix * self._nb[1] + iy, size - 1)
-        else:
-            # theta_1's bin as uniform_bin_index finds it, with the outside bin (size - 1, its bin count) in the
-            # same pass; NaN compares false, so it lands outside too. theta_1's marginal is this histogram.
-            f = (theta[:, 0] - self._lo[0]) * self._inv[0]
-            cell = np.where((f >= 0) & (f < self._nb[0]), f, size - 1).astype(np.intp)
-            idx = [None] + [dg.uniform_bin_index(theta[:, i], self._lo[i], self._inv[i], self._nb[i])
-                            for i in range(1, len(self.edges))]
+            # the joint with each coordinate's outside bin: the scored histogram and both marginals in one bincount
+            nx, ny = self._nb
+            cell = cells[0] * (ny + 1) + cells[1]
+            grid = np.bincount(cell, minlength=(nx + 1) * (ny + 1)).reshape(nx + 1, ny + 1)
+            joint = grid[:nx, :ny]
+            marg = [grid[:nx].sum(axis=1), grid[:, :ny].sum(axis=0)]
+            outside = float(theta.shape[0] - joint.sum())
+        else:   # the scored histogram is theta_1's marginal, its outside bin last
+            cell = cells[0]
+            scored = np.bincount(cell, minlength=self._nb[0] + 1)
+            joint, outside = scored[:-1].reshape(self.masses.shape), float(scored[-1])
+            marg = [joint] + [np.bincount(c, minlength=nb + 1)[:nb] for c, nb in zip(cells[1:], self._nb[1:])]
         if groups is not None and self.groups > 1:
-            per_group = np.bincount(groups * size + cell, minlength=self.group_counts.size).reshape(
-                self.group_counts.shape)
-            self.group_counts += per_group
-            scored = per_group.sum(axis=0)
+            # each sample's cell in its group's grid, counted when group_counts is read or enough wait
+            base = self._steps_base if groups is self._steps_groups else groups * cells_per_group
+            self._group_cells.append(base + cell)
+            self._group_pending += cell.size
+            if self._group_pending > GROUP_FOLD:
+                self._fold_groups()
+        return marg, joint, outside
+
+    @property
+    def group_counts(self) -> np.ndarray:
+        """The scored histogram's counts per group of chains (groups, bins + the outside bin), with the samples
+        kept since the last read: counted when read (every `every` steps, noise_floor), not every frame, as a pass
+        over groups x bins costs more than binning a frame's samples (2-D: 16 x 2501 against 5 x 1000)."""
+        if self._group_cells:
+            self._fold_groups()
+        return self._group_counts
+
+    def _fold_groups(self) -> None:
+        cells = self._group_cells[0] if len(self._group_cells) == 1 else np.concatenate(self._group_cells)
+        self._group_cells, self._group_pending = [], 0
+        n_groups = self._group_counts.shape[0]
+        if self.dim == 2:
+            nx, ny = self._nb
+            grid = np.bincount(cells, minlength=n_groups * (nx + 1) * (ny + 1)).reshape(n_groups, nx + 1, ny + 1)
+            inside = grid[:, :nx, :ny].reshape(n_groups, -1)
+            self._group_counts[:, :-1] += inside
+            self._group_counts[:, -1] += grid.sum(axis=(1, 2)) - inside.sum(axis=1)
         else:
-            scored = np.bincount(cell, minlength=size)
-        joint = scored[:-1].reshape(self.masses.shape)
-        marg = [joint if i == 0 and self.dim != 2 else np.bincount(ix[ix >= 0], minlength=nb)
-                for i, (ix, nb) in enumerate(zip(idx, self._nb))]
-        return marg, joint, float(scored[-1])
+            size = self._nb[0] + 1
+            self._group_counts += np.bincount(cells, minlength=n_groups * size).reshape(n_groups, size)
 
     def _accumulate(self, theta: np.ndarray, groups: np.ndarray | None = None) -> None:
         """Add these live states (rows of theta, from one or more steps) to the histograms."""
@@ -258,25 +353,48 @@ class LiveRun:
         idx = dg.uniform_bin_index(x, lm["edges"][0], lm["inv"], 60)
         return np.bincount(idx[idx >= 0], minlength=60)
 
-    def _record_path(self) -> None:
-        if self._view is None:     # the state's own columns, in one index (a step's Python overhead counts here)
-            row = np.empty(1 + self._path_index[0].size * self._path_index[1].size)
-            row[0] = self.ens.t
-            row[1:] = self.ens.z[self._path_index].ravel()
-        else:
-            z = self.ens.z[self.path_chains]
-            th = self.theta_of(z)
-            cols = [th[:, i] for i in range(self.plot_dims)]
-            if self.has_momentum:
-                cols.append(z[:, self.r_cols[0]])
-            row = np.concatenate([[float(self.ens.t)], np.stack(cols, axis=1).ravel()])
-        self._pending.append(row)
+    def _record_path(self, z: np.ndarray | None = None, t: int | None = None) -> None:
+        """The highlighted chains' row of the state z at step t (by default the ensemble's, now)."""
+        z, t = (self.ens.z, self.ens.t) if z is None else (z, t)
+        if self._view is None:
+            self._record_paths([t], z[None])
+            return
+        zp = z[self.path_chains]
+        th = self.theta_of(zp)
+        cols = [th[:, i] for i in range(self.plot_dims)]
+        if self.has_momentum:
+            cols.append(zp[:, self.r_cols[0]])
+        self._append_rows(np.concatenate([[float(t)], np.stack(cols, axis=1).ravel()])[None])
+
+    def _record_paths(self, ts, zs: np.ndarray) -> None:
+        """Rows (t, the highlighted chains' columns) of the states zs (steps, chains, n) at steps ts: the
+        state's own columns, in one index for all the steps."""
+        points = zs[:, : self.path_chains.size, self._path_cols].reshape(len(zs), -1)
+        rows = np.empty((len(zs), 1 + points.shape[1]))
+        rows[:, 0] = ts
+        rows[:, 1:] = points
+        self._append_rows(rows)
+
+    def _append_rows(self, rows: np.ndarray) -> None:
+        self._pending.extend(rows)
         if len(self._pending) > self.path_cap:
             del self._pending[: len(self._pending) - self.path_cap]
 
-    def _record_ess(self) -> None:
-        self._ess_buf[self._ess_n % len(self._ess_buf)] = self.theta_of(self.ens.z[: self._ess_chains])[:, 0]
+    def _record_ess(self, z: np.ndarray) -> None:
+        self._ess_buf[self._ess_n % len(self._ess_buf)] = self.theta_of(z[: self._ess_chains])[:, 0]
         self._ess_n += 1
+
+    def _record_ess_steps(self, zs: np.ndarray) -> None:
+        """`_record_ess` of each state of zs (steps, chains, n) in turn, for a target without a view: the last
+        len(buffer) of them at most, in the buffer's slots from the next one on, round to its start."""
+        size, k = len(self._ess_buf), len(zs)
+        m = min(k, size)
+        src = zs[k - m:, : self._ess_chains, 0]
+        at = (self._ess_n + k - m) % size
+        first = min(size - at, m)
+        self._ess_buf[at: at + first] = src[:first]
+        self._ess_buf[: m - first] = src[first:]
+        self._ess_n += k
 
     # -- what the views read ---------------------------------------------------------
     @property

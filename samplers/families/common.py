@@ -46,6 +46,12 @@ def scalar_bhat(s, theta) -> float:
     return float(b)
 
 
+def fixed_bhat(s) -> bool:
+    """Whether B-hat is the same number at every step: given as a parameter, or the oracle's estimate where the
+    oracle's is a constant (simulated noise: its V), which a prepared step then reads once."""
+    return s.bhat is not None or getattr(s.oracle, "constant_bhat", False)
+
+
 def constants(dtype, *values) -> list:
     """A prepared step's coefficients as 0-d arrays of the state's dtype: numpy converts a Python float
     operand again on every call (0.3 us of a 0.4 us multiply at 10^3 float32 chains), a 0-d array of the
@@ -56,8 +62,8 @@ def constants(dtype, *values) -> list:
 def kicker(s, dtype, var_of) -> Callable:
     """The injected noise of a prepared step, kick(theta, shape, rng) = sqrt(var_of(b)) N(0, 1) with b the
     B-hat of the gradient just drawn at theta (called right after the oracle, as `gradient` asks for it); for a
-    B-hat given as a number its scale is made once."""
-    if s.bhat is None:   # the oracle's estimate, from the draw it just made
+    fixed B-hat (`fixed_bhat`) its scale is made once."""
+    if not fixed_bhat(s):   # the oracle's estimate, from the draw it just made
         return lambda theta, shape, rng: kick(var_of(scalar_bhat(s, theta)), shape, rng)
     var = var_of(scalar_bhat(s, None))
     if not var >= 0:     # kick's checks, every step as before
