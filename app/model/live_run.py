@@ -127,6 +127,7 @@ class LiveRun:
         self._lo = [float(x[0]) for x in self.edges]
         self._nb = [len(x) - 1 for x in self.edges]
         self._inv = [nb / (float(x[-1]) - float(x[0])) for nb, x in zip(self._nb, self.edges)]
+        self._widths = [x[1] - x[0] for x in self.edges]     # the histograms' bin widths (read every frame)
         self.marg_counts = [np.zeros(nb) for nb in self._nb]
         self.joint_counts = np.zeros(self.masses.shape)
         self.joint_outside = 0.0
@@ -410,7 +411,7 @@ class LiveRun:
             theta = self._live_theta()
             marg, joint, outside = self._counts(theta)
             n = theta.shape[0]
-        dens = [c / (max(n, 1) * (e[1] - e[0])) for c, e in zip(marg, self.edges)]
+        dens = [c / (max(n, 1) * w) for c, w in zip(marg, self._widths)]
         if self.log_marginal is not None:
             lm = self.log_marginal
             c = lm["counts"] if self.kept else self._log_counts(self._live_theta())
@@ -430,15 +431,25 @@ class LiveRun:
     def ensemble_points(self) -> dict:
         """The first max_points chains' current theta (and r for 1-D targets with momentum); diverged
         chains are NaN (not drawn), so row k stays chain k and the highlighted chains stay the first rows."""
+        x, y = self.ensemble_xy()
+        return {"x": x, "y": y}
+
+    def ensemble_xy(self) -> np.ndarray:
+        """ensemble_points as one (2, points) array, x then y (the view masks and casts both in one go)."""
         z = self.ens.z[: self.max_points]
         th = self.theta_of(z)
-        x = th[:, 0].copy()
-        y = th[:, 1].copy() if self.dim >= 2 else (z[:, self.r_cols[0]].copy() if self.has_momentum else x * 0)
+        out = np.empty((2, len(z)), th.dtype)
+        out[0] = th[:, 0]
+        if self.dim >= 2:
+            out[1] = th[:, 1]
+        elif self.has_momentum:
+            out[1] = z[:, self.r_cols[0]]
+        else:
+            np.multiply(out[0], 0, out=out[1])
         alive = self.ens.guard.alive[: self.max_points]
         if not alive.all():
-            x[~alive] = np.nan
-            y[~alive] = np.nan
-        return {"x": x, "y": y}
+            out[:, ~alive] = np.nan
+        return out
 
     def ess(self, every: int = 100) -> tuple[float, float]:
         """(ESS of the histogrammed θ₁ samples, ESS per sample), refreshed every `every` steps.

@@ -346,6 +346,8 @@ class RunPlots:
         if present:
             text_size(self.figures, True)
         self._y_ends = [fig.y_range.end for fig in self.marginals]
+        self._y_ranges = [fig.y_range for fig in self.marginals]
+        self._top_keys = [f"top{i}" for i in range(n_marg)]       # the histograms' columns (not the log one's)
         self.metrics = pn.pane.HTML("", sizing_mode="stretch_width", disable_math=True, margin=(5, 10),
                                     styles={"font-size": "13px"})
         self.relabel(lang)
@@ -550,31 +552,33 @@ class RunPlots:
                 self._scroll_trace(rows[-1, 0])
         if self.main is not None:
             # float32 halves the largest part of a frame's message; the screen needs no more precision
-            pts = run.ensemble_points()
-            pts["x"], pts["y"] = self._in_view(pts["x"], pts["y"])
-            pts = {k: v.astype(np.float32) for k, v in pts.items()}
-            if len(pts["x"]) != len(self.ens.data["hid"]):
+            xy = run.ensemble_xy()
+            bad = self._outside(xy.T, self._ranges()).T
+            xy = xy.astype(np.float32)
+            xy[bad] = np.nan
+            pts = {"x": xy[0], "y": xy[1]}
+            if xy.shape[1] != len(self.ens.data["hid"]):
                 # another number of chains: every column at once, or BokehJS sees columns of two lengths
-                self.ens.data = {**pts, "hid": np.arange(len(pts["x"]), dtype=float)}
+                self.ens.data = {**pts, "hid": np.arange(xy.shape[1], dtype=float)}
             else:
                 set_columns(self.ens, pts)
         dens, _, _ = run.histograms()
-        n_marg = len(self.marginals) - (1 if self.log_hist is not None else 0)
         # arrays go as binary buffers, written with the message's other parts in one go (bokeh_speedups); a list
         # costs the serialiser a Python call per bin
-        set_columns(self.hist, {f"top{i}": dens[i].astype(np.float32) for i in range(n_marg)})
+        set_columns(self.hist, {key: d.astype(np.float32) for key, d in zip(self._top_keys, dens)})
         if self.log_hist is not None:
             set_columns(self.log_hist, {"top": dens[-1].astype(np.float32)})
-        for fig, d, end in zip(self.marginals, dens, self._y_ends):
+        for y_range, d, end in zip(self._y_ranges, dens, self._y_ends):
             # grow a marginal's range when a histogram outgrows it (the ensemble before burn-in, gathered near its
             # start), and back once the accumulated histogram fits in half of it (else the bars kept half the plot)
-            top = float(np.max(d)) if len(d) else 0.0
-            if not np.isfinite(top):
+            top = float(d.max()) if len(d) else 0.0
+            if not math.isfinite(top):
                 continue
-            if top > fig.y_range.end:
-                fig.y_range.end = 1.15 * top
-            elif run.accumulating and fig.y_range.end > end and 2 * top < fig.y_range.end:
-                fig.y_range.end = max(end, 1.15 * top)
+            shown = y_range.end
+            if top > shown:
+                y_range.end = 1.15 * top
+            elif 2 * top < shown and shown > end and run.accumulating:
+                y_range.end = max(end, 1.15 * top)
         if not (score or text):
             return self.last_metrics
         m = run.metrics()
@@ -594,26 +598,32 @@ class RunPlots:
 
     def _path_columns(self, run, rows):
         w, K = run.path_width, self.K
-        chains = rows[:, 1:1 + K * w].reshape(len(rows), K, w)      # (rows, chain, coordinate)
-        x = chains[:, :, 0]
-        y = chains[:, :, 1] if run.dim >= 2 else (chains[:, :, w - 1] if run.has_momentum else None)
-        x, y = self._in_view(x, y)          # every chain's at once
+        # (rows, chain, coordinate): θ₁, and θ₂ or r if the run has them
+        coords = [0, 1] if run.dim >= 2 else [0, w - 1] if run.has_momentum else [0]
+        chains = rows[:, 1:1 + K * w].reshape(len(rows), K, w)[:, :, coords]
+        ranges = self._ranges()[:len(coords)]
+        columns = np.where(self._outside(chains, ranges), np.nan, chains).transpose(2, 1, 0).tolist()
         out = {"t": rows[:, 0].tolist()}
-        out.update(zip((f"x{k}" for k in range(K)), x.T.tolist()))
-        if y is not None:
-            out.update(zip((f"y{k}" if run.dim >= 2 else f"r{k}" for k in range(K)), y.T.tolist()))
+        for name, per_chain in zip(("x", "y" if run.dim >= 2 else "r"), columns):
+            out.update(zip([f"{name}{k}" for k in range(K)], per_chain))
         return out
 
-    def _in_view(self, x, y=None):
-        """Each coordinate outside its axis's current range as NaN (a break in a line, a point not drawn).
-        The live layer is BokehJS's overlay level, which is not clipped to the plot frame: a point outside
-        would be drawn over the axes and title. Coordinates are masked one by one because θ also feeds
-        the 1-D trace, whose θ range is the same box as the main plot's."""
+    def _ranges(self) -> tuple:
+        """The ranges points are kept in, θ₁'s and the second coordinate's (see _outside). The live layer is
+        BokehJS's overlay level, which is not clipped to the plot frame: a point outside would be drawn over the
+        axes and title. θ₁ also feeds the 1-D trace, whose θ range is the same box as the main plot's."""
         if self.main is None and self._phase is not None:       # a phase plane not drawn yet: its ranges
-            return _mask_outside(x, self._phase[3]), (None if y is None else _mask_outside(y, self._phase[4]))
-        fig = self.main or self.trace
-        x = _mask_outside(x, fig.x_range if self.main is not None else fig.y_range)
-        return x, (None if y is None or self.main is None else _mask_outside(y, fig.y_range))
+            return self._phase[3], self._phase[4]
+        if self.main is None:
+            return (self.trace.y_range,)
+        return self.main.x_range, self.main.y_range
+
+    @staticmethod
+    def _outside(v, ranges):
+        """Where coordinates (v's last axis) are outside their ranges: there they go as NaN (a break in a line, a
+        point not drawn). All coordinates in one comparison, the bounds in v's precision as a scalar's would be."""
+        lo, hi = np.array([sorted((r.start, r.end)) for r in ranges], v.dtype).T
+        return (v < lo) | (v > hi)
 
 
 # A frame's changes of its sources, as Bokeh's `source.data.update(cols)` and `source.stream(new, rollover)` make
@@ -634,11 +644,6 @@ def stream_columns(source: ColumnDataSource, new: dict, rollover: int) -> None:
         if len(column) > rollover:
             del column[:len(column) - rollover]
     source.trigger("data", data, data, hint=ColumnsStreamedEvent(source.document, source, "data", new, rollover))
-
-
-def _mask_outside(v, rng):
-    lo, hi = sorted((rng.start, rng.end))
-    return np.where((v < lo) | (v > hi), np.nan, v)
 
 
 def _box(pot) -> tuple:
