@@ -4,6 +4,8 @@ reference sample (samplers/refsample.py): per-marginal KS and Wasserstein distan
 (`marginal_distances`)."""
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from scipy import stats
 from scipy.special import gammaln
@@ -196,6 +198,7 @@ def outside_box(potential: Potential, theta: np.ndarray) -> float:
 ESCAPE_ALPHA = 0.01   # the chance, at most, that a run of exact draws of a log-concave target counts one escaped
 
 
+@lru_cache(256)   # a live run asks again every 100 steps with the same arguments, and scipy's isf is slow
 def energy_bound(dim: int, n: int, alpha: float = ESCAPE_ALPHA) -> float:
     """The energy above U's minimum that none of n draws of the target plausibly reaches.
 

@@ -540,8 +540,10 @@ class LabView(Viewer):
         """Whether the KL history is there to update; a paused step builds it (False in that call: its models
         reach the browser after it)."""
         had = self.kl is not None
+        if self.loop.in_frame:        # (the common case, every frame: nothing to check)
+            return had
         missing = not had or any((p.trace is None and p.shows_trace) or p.phase_missing for p in self.plots)
-        if missing and not self.loop.in_frame and any(run.t for run in self.lab.runs):
+        if missing and any(run.t for run in self.lab.runs):
             self._make_kl()
         return had
 
@@ -556,7 +558,7 @@ class LabView(Viewer):
         force_kl = force_kl or not self.lab.playing
         kl = self._start_kl()
         score = text or force_kl or (kl and self.kl.due())
-        ms = [p.update(run, self._extra(side), text, score)
+        ms = [p.update(run, self._extra(side) if score else None, text, score)
               for p, run, side in zip(self.plots, self.lab.runs, self.lab.sides)]
         if text:
             self.summary.object = summary_html(self.lab.sides, ms, self.lang)

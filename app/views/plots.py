@@ -286,6 +286,13 @@ class RunPlots:
         self._path_sources = [(self.paths, PATH_ROLLOVER)] if self.dim >= 2 or self.has_momentum else []
         if self.dim == 1:
             self._path_sources.append((self.trace_paths, TRACE_ROLLOVER))
+        # a path row's columns (t, then per chain its coordinates: see LiveRun.take_path_points) by the name each
+        # has in the sources (None: not drawn), and which range bounds it (0 none, 1 θ₁'s, 2 θ₂'s or r's)
+        per_chain = [("x", 1), ("y", 2)] if self.dim >= 2 else [("x", 1), ("r", 2)] if self.has_momentum else [("x", 1)]
+        per_chain += [(None, 0)] * (run.path_width - len(per_chain))      # r beside θ₁, θ₂
+        layout = [("t", 0)] + [(None if c is None else f"{c}{k}", b) for k in range(K) for c, b in per_chain]
+        self._row_names = [name for name, _ in layout]
+        self._row_bounds = np.array([b for _, b in layout])
         n_pts = min(run.chains, run.max_points)
         self.ens = ColumnDataSource(dict(x=np.full(n_pts, np.nan), y=np.full(n_pts, np.nan),
                                          hid=np.arange(n_pts, dtype=float)), name=f"ens-{run.label}")
@@ -545,9 +552,9 @@ class RunPlots:
         score=False (only with text=False) skips computing them (KL, TV, ESS): nothing reads them this frame."""
         rows = run.take_path_points()
         if len(rows):
-            cols = self._path_columns(run, rows)
+            cols = self._path_columns(rows)
             for src, rollover in self._path_sources:
-                stream_columns(src, {c: cols[c] for c in src.column_names}, rollover)
+                stream_columns(src, {c: cols[c] for c in src.data}, rollover)
             if self.trace is not None:
                 self._scroll_trace(rows[-1, 0])
         if self.main is not None:
@@ -596,17 +603,11 @@ class RunPlots:
         if t > xr.end:
             xr.update(start=t - TRACE_ROLLOVER, end=t + TRACE_AHEAD)
 
-    def _path_columns(self, run, rows):
-        w, K = run.path_width, self.K
-        # (rows, chain, coordinate): θ₁, and θ₂ or r if the run has them
-        coords = [0, 1] if run.dim >= 2 else [0, w - 1] if run.has_momentum else [0]
-        chains = rows[:, 1:1 + K * w].reshape(len(rows), K, w)[:, :, coords]
-        ranges = self._ranges()[:len(coords)]
-        columns = np.where(self._outside(chains, ranges), np.nan, chains).transpose(2, 1, 0).tolist()
-        out = {"t": rows[:, 0].tolist()}
-        for name, per_chain in zip(("x", "y" if run.dim >= 2 else "r"), columns):
-            out.update(zip([f"{name}{k}" for k in range(K)], per_chain))
-        return out
+    def _path_columns(self, rows):
+        """The path rows' columns by name (see _row_names), each coordinate outside its range as NaN."""
+        bounds = np.array([(-np.inf, np.inf), *(sorted((r.start, r.end)) for r in self._ranges())])[self._row_bounds]
+        rows = np.where((rows < bounds[:, 0]) | (rows > bounds[:, 1]), np.nan, rows)
+        return {name: col for name, col in zip(self._row_names, rows.T.tolist()) if name is not None}
 
     def _ranges(self) -> tuple:
         """The ranges points are kept in, θ₁'s and the second coordinate's (see _outside). The live layer is
@@ -804,6 +805,14 @@ class KLHistory:
         if not ts or not kls:
             return
         lo, hi = min(ts), max(ts)
-        self.fig.x_range.update(start=lo, end=hi if hi > lo else lo + 1)
-        self.fig.y_range.update(start=10.0 ** math.floor(math.log10(float(min(map(min, kls))))),
-                                end=10.0 ** math.ceil(math.log10(float(max(map(max, kls)))) + 1e-9))
+        _set_range(self.fig.x_range, lo, hi if hi > lo else lo + 1)
+        _set_range(self.fig.y_range, 10.0 ** math.floor(math.log10(float(min(map(min, kls))))),
+                   10.0 ** math.ceil(math.log10(float(max(map(max, kls)))) + 1e-9))
+
+
+def _set_range(r, start, end) -> None:
+    """A range's start and end where they change (Bokeh validates every value set, and sends only changes)."""
+    if r.start != start:
+        r.start = start
+    if r.end != end:
+        r.end = end
