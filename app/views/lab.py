@@ -25,7 +25,7 @@ from .controls import CompareControls, PotentialPicker, RunControls, SamplerPick
 from .design import DesignEditor, design_side
 from .frame_loop import FrameLoop
 from .ladder import LadderView
-from .plots import RUN_COLORS, RUN_MARKS, KLHistory, RunPlots, fmt, lighten, text_size
+from .plots import RUN_COLORS, RUN_MARKS, KLHistory, RunPlots, fmt, lighten, show_html, text_size
 from .recipe_editor import RecipeEditor
 from .residual_map import ResidualMapView
 
@@ -333,9 +333,7 @@ class LabView(Viewer):
     def _describe(self, metrics) -> None:
         """The sentence changes only when its (rounded) words do: a screen reader reads each change."""
         text = described(self.lab.sides, metrics, self.lang)
-        html_ = f"<div role='status' aria-live='polite'>{text}</div>" if text else ""
-        if self.say.object != html_:
-            self.say.object = html_
+        show_html(self.say, f"<div role='status' aria-live='polite'>{text}</div>" if text else "")
 
     def _on_building(self) -> None:
         if not self.lab.sides:
@@ -561,7 +559,7 @@ class LabView(Viewer):
         ms = [p.update(run, self._extra(side) if score else None, text, score)
               for p, run, side in zip(self.plots, self.lab.runs, self.lab.sides)]
         if text:
-            self.summary.object = summary_html(self.lab.sides, ms, self.lang)
+            show_html(self.summary, summary_html(self.lab.sides, ms, self.lang))
             self._describe(ms)
         if kl:
             self.kl.update(ms, force_kl)

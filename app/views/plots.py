@@ -534,7 +534,7 @@ class RunPlots:
                          self.metrics, sizing_mode="stretch_width", styles={"flex": "1 1 400px", "min-width": "0"})
 
     def show_metrics(self, m: dict) -> None:
-        self.metrics.object = metrics_html(m, self.label, self.color, self.title, self.lang)
+        show_html(self.metrics, metrics_html(m, self.label, self.color, self.title, self.lang))
 
     # -- data -------------------------------------------------------------------------
     def reset(self, run: LiveRun):
@@ -645,6 +645,24 @@ def stream_columns(source: ColumnDataSource, new: dict, rollover: int) -> None:
         if len(column) > rollover:
             del column[:len(column) - rollover]
     source.trigger("data", data, data, hint=ColumnsStreamedEvent(source.document, source, "data", new, rollover))
+
+
+def show_html(pane: pn.pane.HTML, text: str) -> None:
+    """`pane.object = text` for the panes a playing run rewrites a few times a second (its numbers, the A/B summary,
+    the plots' text alternative): the pane's value and its Bokeh models' text as Panel's own update leaves them
+    (bokeh_speedups.html_update), without param's setter and watchers around that update, which cost the server
+    more than the update itself. A pane of another kind, or a param without the value store read here, goes
+    through Panel."""
+    if pane.object == text:
+        return
+    values = getattr(getattr(pane, "_param__private", None), "values", None)
+    if type(pane) is not pn.pane.HTML or pane.enable_streaming or not isinstance(values, dict) or "object" not in values:
+        pane.object = text
+        return
+    values["object"] = text
+    props = pane._process_param_change({"object": text})
+    for model, _ in pane._models.values():
+        model.update(**props)
 
 
 def _box(pot) -> tuple:
