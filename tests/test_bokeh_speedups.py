@@ -285,8 +285,9 @@ def test_a_list_of_floats_serialises_as_bokeh_s_serializer_makes_it():
     assert "nan" in serialize_json(bs.SyncedSerializer(doc.models).encode([1.0, float("nan")]))
 
 
-def html_pane_events(texts, pane_type=pn.pane.HTML):
-    """The PATCH-DOC content of each change of a loaded page's pane to each text, with the installed `_update`."""
+def html_pane_events(texts, pane_type=pn.pane.HTML, show=None):
+    """The PATCH-DOC content of each change of a loaded page's pane to each text, with the installed `_update`
+    (or `show(pane, text)` in place of `pane.object = text`)."""
     from bokeh.document.events import DocumentPatchedEvent
     from bokeh.protocol.messages.patch_doc import patch_doc
     pane = pane_type("", sizing_mode="stretch_width", margin=(5, 10), styles={"font-size": "13px"})
@@ -299,7 +300,11 @@ def html_pane_events(texts, pane_type=pn.pane.HTML):
         events = []
         doc.on_change(lambda event, events=events: events.append(event))
         with set_curdoc(doc):
-            pane.object = text
+            if show is None:
+                pane.object = text
+            else:
+                show(pane, text)
+        assert pane.object == text
         doc.callbacks._change_callbacks.clear()
         events = [e for e in events if isinstance(e, DocumentPatchedEvent)]
         model = next(iter(pane._models.values()))[0]
@@ -323,6 +328,21 @@ def test_an_html_pane_s_new_text_is_the_change_panel_makes(pane_type, monkeypatc
     # the test's power: each new text was sent, escaped as Panel sends it, and the repeated one not again
     assert [bool(message) for _, message in ours] == [True] * 6 + [False]
     assert "&lt;script&gt;" in ours[4][0] or pane_type is not pn.pane.HTML
+
+
+@pytest.mark.parametrize("pane_type", [pn.pane.HTML, pn.pane.Markdown])
+def test_show_html_changes_a_pane_as_panel_does(pane_type, monkeypatch):
+    """plots.show_html (the numbers under the plots without param's watchers): the pane's value, its model's text and
+    the message are those of Panel's own `pane.object = text`; a pane of another kind goes Panel's way."""
+    from panel.pane.markup import HTMLBasePane
+
+    from app.views.plots import show_html
+    texts = ["<b>step</b> 1,000", "", "a & b < c \"quoted\" 'single' ≤ θ₁ — 日本語", "<script>alert(1)</script>",
+             "same", "same"]
+    ours = html_pane_events(texts, pane_type, show_html)
+    monkeypatch.setattr(HTMLBasePane, "_update", bs.ORIGINAL["HTMLBasePane._update"])
+    assert ours == html_pane_events(texts, pane_type)
+    assert [bool(message) for _, message in ours] == [True] * 5 + [False]     # the test's power: each change sent
 
 
 def test_the_settings_read_once_are_bokeh_s_own_values():
