@@ -318,6 +318,14 @@ def test_points_outside_the_view_are_not_drawn_and_simplex_axes_say_omega():
     x, y = np.asarray(plots.ens.data["x"]), np.asarray(plots.ens.data["y"])
     assert np.isnan(x[:5]).all() and np.isnan(y[5:10]).all()
     assert np.isfinite(x[5:]).all() and np.isfinite(y[:5]).all()     # each coordinate masked on its own axis
+    plots.main.x_range.start = 0.0                # a pan: the range the browser sends back masks the next frame
+    run.advance(1)
+    plots.update(run)
+    x, theta = np.asarray(plots.ens.data["x"]), run.ens.z[:, 0]
+    inside = (theta > 0) & (theta < plots.main.x_range.end)
+    assert np.isnan(x[theta < 0]).all() and np.isfinite(x[inside]).all() and (theta < 0).any() and inside.any()
+    path = np.asarray(plots.paths.data["x0"][-1:])
+    assert np.isnan(path).all() == (theta[0] < 0)
     simplex = lab_for(potential="sparse-dirichlet", sampler="scir", chains=20, batch=10)
     title = RunPlots(simplex.runs[0], simplex.sides[0], "A").main.title.text
     assert "ω₁, ω₂" in title and "θ" not in title

@@ -293,6 +293,7 @@ class RunPlots:
         layout = [("t", 0)] + [(None if c is None else f"{c}{k}", b) for k in range(K) for c, b in per_chain]
         self._row_names = [name for name, _ in layout]
         self._row_bounds = np.array([b for _, b in layout])
+        self._bounds_at = None
         n_pts = min(run.chains, run.max_points)
         self.ens = ColumnDataSource(dict(x=np.full(n_pts, np.nan), y=np.full(n_pts, np.nan),
                                          hid=np.arange(n_pts, dtype=float)), name=f"ens-{run.label}")
@@ -315,7 +316,7 @@ class RunPlots:
         if self.has_momentum and self.dim == 1:
             M = float(side.sampler.params.get("M", 1.0) or 1.0)
             rbox = _r_box(side)
-            # the phase plane's ranges, made now: its paths are masked to them before it is drawn (see _in_view)
+            # the phase plane's ranges, made now: its paths are masked to them before it is drawn (see _ranges)
             self._phase = (pot, M, rbox, Range1d(*pot.box[0]), Range1d(*rbox))
             if phase:
                 self._make_phase()
@@ -560,7 +561,10 @@ class RunPlots:
         if self.main is not None:
             # float32 halves the largest part of a frame's message; the screen needs no more precision
             xy = run.ensemble_xy()
-            bad = self._outside(xy.T, self._ranges()).T
+            lo, hi = self._bounds()[:2]
+            if xy.dtype != lo.dtype:       # compared in the points' precision, as with a scalar bound
+                lo, hi = lo.astype(xy.dtype), hi.astype(xy.dtype)
+            bad = (xy < lo) | (xy > hi)
             xy = xy.astype(np.float32)
             xy[bad] = np.nan
             pts = {"x": xy[0], "y": xy[1]}
@@ -605,12 +609,26 @@ class RunPlots:
 
     def _path_columns(self, rows):
         """The path rows' columns by name (see _row_names), each coordinate outside its range as NaN."""
-        bounds = np.array([(-np.inf, np.inf), *(sorted((r.start, r.end)) for r in self._ranges())])[self._row_bounds]
-        rows = np.where((rows < bounds[:, 0]) | (rows > bounds[:, 1]), np.nan, rows)
+        lo, hi = self._bounds()[2:]
+        bad = (rows < lo) | (rows > hi)
+        if bad.any():
+            rows = np.where(bad, np.nan, rows)
         return {name: col for name, col in zip(self._row_names, rows.T.tolist()) if name is not None}
 
+    def _bounds(self) -> tuple:
+        """The ranges' (see _ranges) lower and upper bounds as columns of an ensemble's (2, points) array, and as a
+        path row's (see _row_bounds); made again only when a range moves (the user pans or zooms)."""
+        key = [v for r in self._ranges() for v in (r.start, r.end)]
+        if key != self._bounds_at:
+            pairs = [sorted(key[i:i + 2]) for i in range(0, len(key), 2)]
+            coords = np.array(pairs, float)
+            rows = np.array([(-np.inf, np.inf), *pairs])[self._row_bounds]
+            self._bounds_at, self._bounds_now = key, (coords[:, :1], coords[:, 1:], rows[:, 0], rows[:, 1])
+        return self._bounds_now
+
     def _ranges(self) -> tuple:
-        """The ranges points are kept in, θ₁'s and the second coordinate's (see _outside). The live layer is
+        """The ranges points are kept in, θ₁'s and the second coordinate's: outside, a coordinate goes as NaN (a
+        break in a line, a point not drawn). The live layer is
         BokehJS's overlay level, which is not clipped to the plot frame: a point outside would be drawn over the
         axes and title. θ₁ also feeds the 1-D trace, whose θ range is the same box as the main plot's."""
         if self.main is None and self._phase is not None:       # a phase plane not drawn yet: its ranges
@@ -619,12 +637,6 @@ class RunPlots:
             return (self.trace.y_range,)
         return self.main.x_range, self.main.y_range
 
-    @staticmethod
-    def _outside(v, ranges):
-        """Where coordinates (v's last axis) are outside their ranges: there they go as NaN (a break in a line, a
-        point not drawn). All coordinates in one comparison, the bounds in v's precision as a scalar's would be."""
-        lo, hi = np.array([sorted((r.start, r.end)) for r in ranges], v.dtype).T
-        return (v < lo) | (v > hi)
 
 
 # A frame's changes of its sources, as Bokeh's `source.data.update(cols)` and `source.stream(new, rollover)` make
