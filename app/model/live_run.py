@@ -156,6 +156,7 @@ class LiveRun:
         self._ess_cache = (float("nan"), float("nan"))
         self._ess_at = -1
         self._floor = (-1, float("nan"))      # (step it was computed at, KL noise floor)
+        self._floor_q = None                   # the exact bin masses with the outside bin's, as the floor takes them
         self._exact_sd = None                  # the exact law's standard deviation of θ₁ (see spread)
         self.error: str | None = None
         self.log_marginal = None
@@ -499,7 +500,9 @@ class LiveRun:
             n = self.group_counts.sum(axis=1)
             value = float("nan")
             if n.min() >= MIN_GROUP_SAMPLES:
-                q = np.append(self.masses.ravel(), max(1.0 - float(self.masses.sum()), 0.0))
+                if self._floor_q is None:
+                    self._floor_q = np.append(self.masses.ravel(), max(1.0 - float(self.masses.sum()), 0.0))
+                q = self._floor_q
                 # a diverged chain leaves its group a little short: each group's counts as shares of the same size
                 value = floor_from_counts(self.group_counts * (n.mean() / n)[:, None], n.mean(), q)
             self._floor = (self.t, value)
