@@ -668,7 +668,7 @@ def show_html(pane: pn.pane.HTML, text: str) -> None:
     if pane.object == text:
         return
     values = getattr(getattr(pane, "_param__private", None), "values", None)
-    if type(pane) is not pn.pane.HTML or pane.enable_streaming or not isinstance(values, dict) or "object" not in values:
+    if type(pane) is not pn.pane.HTML or pane.enable_streaming or "object" not in (values or {}):
         pane.object = text
         return
     values["object"] = text
