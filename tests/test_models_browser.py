@@ -139,7 +139,8 @@ def test_the_default_page_builds_no_models_and_a_phone_needs_no_horizontal_scrol
         wait_until(lambda: points(page, "a") > 10, what="the curve")
         page.locator(".models-play button").first.click()
         wait_until(lambda: page.locator(".models-play button").first.inner_text() == "Play", what="the pause")
-        wait_until(lambda: number(page, "step") > 10, what="the summary's step")
+        # the pause's numbers come from the pool's last step: on a busy machine (CI's -n 2) past 30 s once in 3-6 runs
+        wait_until(lambda: number(page, "step") > 10, 90, what="the summary's step")
         assert page.evaluate("() => document.documentElement.scrollWidth") <= 480
         p.shot("models-phone")
         assert not p.errors and not p.external, (p.errors, p.external)
