@@ -2,9 +2,9 @@
 
 Each frame runs the view's `frame` (advance the runs, update the ColumnDataSources) with every
 change sent to the page as one message (see `one_message`), then the loop schedules the next
-frame FRAME_MS after this one was due (late by more than half of that, half a period after it ran). (A fixed-period
-periodic callback skips a whole period whenever a frame ends late, which under load with many sessions halves the
-frame rate; a self-scheduled one just runs a little later.) The loop stops with the session.
+frame FRAME_MS after this one started. (A fixed-period periodic callback skips a whole period
+whenever a frame ends late, which under load with many sessions halves the frame rate; a
+self-scheduled one just runs a little later.) The loop stops with the session.
 
 A frame's timer is the event loop's own (`call_later`), and the tick runs under the session's document lock, taken
 as Bokeh takes it for the callbacks it runs (`ServerSession.with_document_locked`: a frame's changes reach the
@@ -229,7 +229,6 @@ class FrameLoop:
         self._text_at = 0.0            # when text_due last said yes, and the frames since
         self._text_frames = TEXT_EVERY_FRAMES
         self._due = None               # when the frame scheduled next is due (None: the first, which never waits)
-        self.period = None             # the period (s) `pace` last gave it
         self._waited = False           # ... and whether it has waited for a page opening already (once at most)
 
     def attach(self, doc) -> None:
@@ -314,7 +313,7 @@ class FrameLoop:
             _HELD.pop(key, None)
             return
         if self.doc is not None:
-            self.period = period = pace(_COSTS.get(key, 0.0), _HELD.get(key, 0.0))
+            period = pace(_COSTS.get(key, 0.0), _HELD.get(key, 0.0))
             now = time.monotonic()
             if (self._due is not None and not self._waited and now - self._due < period
                     and opening(exclude=self.doc)):
@@ -322,13 +321,8 @@ class FrameLoop:
                 self._waited = True
                 self._schedule(self._loop_id, 1e3 * period)
                 return
-            # the next frame is due a period after this one was due, not after it ran: on a loop serving many
-            # sessions a frame runs a few ms late, and counted from its start every lateness was lost (80 sessions
-            # at a 100 ms period played at 9.2 updates/s with 15 % of the loop idle); a frame later than half a
-            # period catches up only that half, so a late loop is not handed a burst of frames
-            due = now + period if self._due is None else max(self._due + period, now + period / 2)
-            self._due, self._waited = due, False
-            self._schedule(self._loop_id, 1e3 * (due - now))
+            self._due, self._waited = now + period, False
+            self._schedule(self._loop_id, 1e3 * period)
         if not self.ready():
             return
         self.in_frame = True
