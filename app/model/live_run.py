@@ -128,6 +128,8 @@ class LiveRun:
         self._nb = [len(x) - 1 for x in self.edges]
         self._inv = [nb / (float(x[-1]) - float(x[0])) for nb, x in zip(self._nb, self.edges)]
         self._widths = [x[1] - x[0] for x in self.edges]     # the histograms' bin widths (read every frame)
+        # cells of a group's grid of samples (see _counts): the scored histogram's, each coordinate's outside bin too
+        self._cells_per_group = (self._nb[0] + 1) * (self._nb[1] + 1 if self.dim == 2 else 1)
         self.marg_counts = [np.zeros(nb) for nb in self._nb]
         self.joint_counts = np.zeros(self.masses.shape)
         self.joint_outside = 0.0
@@ -270,7 +272,7 @@ class LiveRun:
         with the start of each one's cells in the groups' grids: see _counts)."""
         if self._steps_groups.size != k * self.chains:
             self._steps_groups = np.tile(self._group_of, k)
-            self._steps_base = self._steps_groups * ((self._nb[0] + 1) * (self._nb[1] + 1 if self.dim == 2 else 1))
+            self._steps_base = self._steps_groups * self._cells_per_group
         return self._steps_groups
 
     def _live_theta(self) -> np.ndarray:
@@ -291,7 +293,6 @@ class LiveRun:
         """(marginal counts per plotted coordinate, the scored histogram's counts, its count outside the box); with
         groups, each sample's group and cell are also kept for `group_counts`."""
         cells = self._cells(theta)
-        cells_per_group = (self._nb[0] + 1) * (self._nb[1] + 1 if self.dim == 2 else 1)
         if self.dim == 2:
             # the joint with each coordinate's outside bin: the scored histogram and both marginals in one bincount
             nx, ny = self._nb
@@ -307,7 +308,7 @@ class LiveRun:
             marg = [joint] + [np.bincount(c, minlength=nb + 1)[:nb] for c, nb in zip(cells[1:], self._nb[1:])]
         if groups is not None and self.groups > 1:
             # each sample's cell in its group's grid, counted when group_counts is read or enough wait
-            base = self._steps_base if groups is self._steps_groups else groups * cells_per_group
+            base = self._steps_base if groups is self._steps_groups else groups * self._cells_per_group
             self._group_cells.append(base + cell)
             self._group_pending += cell.size
             if self._group_pending > GROUP_FOLD:
