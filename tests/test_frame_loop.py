@@ -5,6 +5,7 @@ import subprocess
 import sys
 from functools import partial
 
+import numpy as np
 import panel as pn
 import pytest
 
@@ -173,7 +174,7 @@ class ScheduledDoc:
 
 def playing_loops(clocks, sessions: dict[str, tuple[int, float, float]], frames: int = 30) -> dict[str, list[float]]:
     """Sessions as {kind: (count, CPU per frame, loop time per frame)}, their frames taken in turn; each kind's
-    periods (s) as the loop last scheduled them."""
+    periods (s) as the loop last paced them."""
     loops = {}
     for kind, (count, cpu, wall) in sessions.items():
         for _ in range(count):
@@ -185,7 +186,7 @@ def playing_loops(clocks, sessions: dict[str, tuple[int, float, float]], frames:
         for kind_loops in loops.values():
             for loop in kind_loops:
                 loop.tick()
-    periods = {kind: [loop.doc.delays[-1] for loop in kind_loops] for kind, kind_loops in loops.items()}
+    periods = {kind: [loop.period for loop in kind_loops] for kind, kind_loops in loops.items()}
     for kind_loops in loops.values():
         for loop in kind_loops:
             loop.close()              # out of the process's record of playing loops
@@ -425,3 +426,37 @@ def test_a_served_sessions_failing_frames_stop_only_that_session_and_tell_it(cos
         for loop in (probe, failing, broken):
             loop.close()
     asyncio.run(play())
+
+
+def late_frames(clocks, cpu: float, late: float, frames: int = 60) -> list[float]:
+    """One loop whose every frame starts `late` s after it was scheduled (an event loop busy with other sessions'
+    frames), costing `cpu` of CPU; the intervals between its frames' starts."""
+    starts = []
+    loop = FrameLoop(lambda: starts.append(clocks.wall) or clocks.work(cpu, cpu), active=lambda: True,
+                     ready=lambda: True, on_error=lambda err: None)
+    loop.doc = ScheduledDoc()
+    for _ in range(frames):
+        loop.tick()
+        clocks.wall = starts[-1] + loop.doc.delays[-1] + late
+    loop.close()
+    return np.diff(starts[-20:]).tolist()
+
+
+def test_a_light_loop_whose_frames_start_late_keeps_its_rate_and_a_heavy_one_does_not_chase_it(costs, monkeypatch):
+    """With 40 sessions a process on 2 cores, each frame waited ~9 ms behind others' frames, and a frame scheduled a
+    period after the last one started played at 9.2 updates/s, not 10 (issue 28). A light loop takes its frames'
+    smoothed lateness off its next wait, up to CATCH_UP of its period; a heavy one (paced to share the loop) does
+    not."""
+    clocks = Clocks()
+    monkeypatch.setattr(fl, "time", clocks)
+    full = fl.FRAME_MS / 1e3
+    light, heavy = 0.002, 0.030
+    assert light < fl.HEAVY_FRAME_S < heavy
+    late = 0.5 * fl.CATCH_UP * full
+    assert late_frames(clocks, light, late) == pytest.approx([full] * 19, abs=1e-4)
+    assert late_frames(clocks, light, 0.0) == pytest.approx([full] * 19)       # on time: nothing to take off
+    # later than CATCH_UP of a period: only that much is taken off (no chase of a loop that is full)
+    assert late_frames(clocks, light, 3 * late) == pytest.approx([full + late] * 19, abs=1e-4)
+    # a heavy loop is paced by its cost (see pace): its lateness is not taken off
+    period = fl.pace(heavy, heavy)
+    assert late_frames(clocks, heavy, late) == pytest.approx([period + late] * 19, abs=1e-4)

@@ -34,6 +34,13 @@ Past that the loop is full and every session gets an equal share of it, as befor
 room for what a student waits on (a page open, a click), and a frame costs the same at any rate, so each second of
 the loop serves more sessions at 10 updates/s than it serves at 25 (issue 28: 80 sessions at 10 updates/s on 2 cores).
 
+A frame's timer fires when the loop comes to it, behind the frames then due: with 40 sessions a process on 2 cores
+each frame started ~9 ms late, and frames a period apart from one start to the next played at 9.2 updates/s where the
+pace said 10 (issue 28). So a light loop takes its frames' smoothed lateness off its next wait, up to CATCH_UP of its
+period: on average its frames then come at its period. Only that much: a loop later than that is full, and chasing it
+would only queue more frames behind one another. A heavy loop is spaced to share the loop (`pace`) and does not
+catch up.
+
 A page open is about a dozen turns of the event loop (the page, its websocket, the figures, the first frame), and
 each turn waited behind a round of the frames then due: 80 sessions playing on 2 cores opened a page in 3.4 s (p95).
 So while a page of this process opens (from its session's creation to its first frame: `opening`), a frame that is
@@ -69,6 +76,8 @@ CALM_SHARE = 0.5       # of the loop's time, what the light frames may hold it f
 TEXT_EVERY_S = 0.5     # the numbers under the plots refresh twice a second at most ...
 TEXT_EVERY_FRAMES = 5  # ... and once in this many frames at most (under load a frame comes less often)
 SLOWEST_TEXT_S = 2.0   # ... and at least every 2 s while frames come
+CATCH_UP = 0.2         # of its period, at most what a light loop takes off its next wait for its frames' lateness
+LATE_WEIGHT = 0.2      # the weight of a frame's lateness in its loop's smoothed lateness
 _COSTS: dict[int, float] = {}     # id(FrameLoop) -> its frames' CPU time, smoothed, while it plays
 _HELD: dict[int, float] = {}      # id(FrameLoop) -> the time its frames held the loop, smoothed, while it plays
 OPEN_TIMEOUT_S = 10.0  # an open not at its first frame by then is no longer waited for (the page is past helping)
@@ -229,6 +238,8 @@ class FrameLoop:
         self._text_at = 0.0            # when text_due last said yes, and the frames since
         self._text_frames = TEXT_EVERY_FRAMES
         self._due = None               # when the frame scheduled next is due (None: the first, which never waits)
+        self._late = 0.0               # how late its frames started after they were due, smoothed
+        self.period = None             # its frames' period (s) as last paced (see `pace`)
         self._waited = False           # ... and whether it has waited for a page opening already (once at most)
 
     def attach(self, doc) -> None:
@@ -254,7 +265,7 @@ class FrameLoop:
         if self.doc is None or self._cb is not None:
             return
         self._loop_id += 1
-        self._due = None
+        self._due, self._late = None, 0.0
         self._schedule(self._loop_id, 0)
 
     def _schedule(self, loop_id, delay_ms):
@@ -313,16 +324,23 @@ class FrameLoop:
             _HELD.pop(key, None)
             return
         if self.doc is not None:
-            period = pace(_COSTS.get(key, 0.0), _HELD.get(key, 0.0))
+            cost = _COSTS.get(key, 0.0)
+            period = self.period = pace(cost, _HELD.get(key, 0.0))
             now = time.monotonic()
             if (self._due is not None and not self._waited and now - self._due < period
                     and opening(exclude=self.doc)):
                 # a page is opening: this frame waits a period (and runs then, whatever), leaving the turn to it
                 self._waited = True
+                self._due = now + period
                 self._schedule(self._loop_id, 1e3 * period)
                 return
-            self._due, self._waited = now + period, False
-            self._schedule(self._loop_id, 1e3 * period)
+            wait = period
+            if self._due is not None:
+                self._late += LATE_WEIGHT * (max(0.0, now - self._due) - self._late)
+                if cost <= HEAVY_FRAME_S:   # a light loop keeps its rate (see the module's docstring)
+                    wait -= min(self._late, CATCH_UP * period)
+            self._due, self._waited = now + wait, False
+            self._schedule(self._loop_id, 1e3 * wait)
         if not self.ready():
             return
         self.in_frame = True
