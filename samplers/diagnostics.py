@@ -165,25 +165,36 @@ def _exact_with_outside(masses):
     return np.append(masses.ravel(), max(1.0 - masses.sum(), 0.0))
 
 
-def _kl(p, q, floor):
-    q = np.maximum(q, floor)
+def exact_bins(masses, floor=1e-12) -> tuple[np.ndarray, np.ndarray]:
+    """The exact bin masses with the outside bin's appended, and those floored as the KL floors them: what
+    `counts_kl_tv` makes of `masses` at each call, for a caller that scores the same bins again and again."""
+    q = _exact_with_outside(np.asarray(masses, dtype=float))
+    return q, np.maximum(q, floor)
+
+
+def _kl(p, q, floor, floored=None):
+    q = np.maximum(q, floor) if floored is None else floored
     nz = p > 0  # 0 log 0 = 0
-    return float(np.sum(p[nz] * np.log(p[nz] / q[nz])))
+    pz = p[nz]
+    return float(np.sum(pz * np.log(pz / q[nz])))
 
 
 def _tv(p, q):
     return float(0.5 * np.abs(p - q).sum())
 
 
-def counts_kl_tv(counts, outside, masses, floor=1e-12) -> tuple[float, float]:
+def counts_kl_tv(counts, outside, masses, floor=1e-12, exact=None) -> tuple[float, float]:
     """KL and TV of accumulated bin counts (plus a count outside the box) against exact bin masses:
-    the same distances as `kl_divergence` and `tv_distance`, for histograms kept as counts."""
+    the same distances as `kl_divergence` and `tv_distance`, for histograms kept as counts. exact: `exact_bins` of
+    masses with this floor, for a caller that keeps it (masses is then not read)."""
     n = counts.sum() + outside
     if n <= 0:
         return float("nan"), float("nan")
-    p = np.append(counts.ravel(), outside) / n
-    q = _exact_with_outside(np.asarray(masses, dtype=float))
-    return _kl(p, q, floor), _tv(p, q)
+    p = np.empty(counts.size + 1)
+    np.divide(counts.ravel(), n, out=p[:-1])
+    p[-1] = outside / n
+    q, floored = exact_bins(masses, floor) if exact is None else exact
+    return _kl(p, q, floor, floored), _tv(p, q)
 
 
 def kl_divergence(samples, edges, masses, floor=1e-12):
@@ -271,13 +282,16 @@ def _acf(x):
     n, m = x.shape[:2]
     if n < 2:
         raise ValueError("need at least 2 steps")
-    xc = x - x.mean(axis=0)
+    means = x.mean(axis=0)
+    xc = x - means
     nfft = fft.next_fast_len(2 * n, real=True)  # zero padding avoids wrap-around
-    power = np.abs(fft.rfft(xc, n=nfft, axis=0)) ** 2
+    # numpy's pocketfft, the same transforms as scipy.fft's bit for bit (tests/test_diagnostics.py), about twice as
+    # fast along the first axis of a few hundred chains (the lab's ESS trace: docs/notes/app-frames.md)
+    power = np.abs(np.fft.rfft(xc, n=nfft, axis=0)) ** 2
     # Averaging spectra before the inverse FFT is cheaper and equivalent.
-    acov = fft.irfft(power.mean(axis=1), n=nfft, axis=0)[:n] / n
+    acov = np.fft.irfft(power.mean(axis=1), n=nfft, axis=0)[:n] / n
     w = acov[0] * n / (n - 1)  # mean within-chain variance
-    b_over_n = x.mean(axis=0).var(axis=0, ddof=1) if m > 1 else 0.0
+    b_over_n = means.var(axis=0, ddof=1) if m > 1 else 0.0
     var_plus = acov[0] + b_over_n
     # Test constancy on x itself: rounding in the mean can leave xc ~ 1e-17.
     var_plus = np.where(np.all(x == x[:1, :1], axis=(0, 1)), np.nan, var_plus)
@@ -528,8 +542,8 @@ class DivergenceGuard:
 
     @property
     def n_diverged(self):
-        """Number of frozen chains."""
-        return int(self.n_chains - np.count_nonzero(self.alive))
+        """Number of frozen chains (a live run asks several times a frame)."""
+        return 0 if self._none_frozen else int(self.n_chains - np.count_nonzero(self.alive))
 
     def apply(self, z_old, z_new):
         """Return `z_new` with dead and newly diverged rows taken from `z_old`.

@@ -146,7 +146,10 @@ class LiveRun:
 
         # a few highlighted chains: their new positions since the view last asked
         self.path_chains = np.arange(min(int(n_paths), self.chains))
-        self._pending: list[np.ndarray] = []   # rows: (t, theta_1[, theta_2][, r]) per highlighted chain
+        # rows (t, theta_1[, theta_2][, r] per highlighted chain) since the view last took them, its last path_cap
+        # rows what it takes: an array the frames' rows are written into (see _row_slots)
+        self._rows = np.empty((0, 1 + self.path_chains.size * self.path_width))
+        self._n_rows = 0
         cols = [*range(self.plot_dims), *self.r_cols[:1]]   # the first chains' columns: a slice where they follow
         self._path_cols = slice(cols[0], cols[-1] + 1) if cols == list(range(cols[0], cols[-1] + 1)) else cols
         self.path_cap = 2000
@@ -158,8 +161,8 @@ class LiveRun:
         self._ess_cache = (float("nan"), float("nan"))
         self._ess_at = -1
         self._floor = (-1, float("nan"))      # (step it was computed at, KL noise floor)
-        self._floor_q = None                   # the exact bin masses with the outside bin's, as the floor takes them
         self._exact_sd = None                  # the exact law's standard deviation of θ₁ (see spread)
+        self._exact_bins = None                # see exact_bins
         self.error: str | None = None
         self.log_marginal = None
         self._escaped = (0, -1)            # (chains escaped at the last check, its step)
@@ -245,15 +248,15 @@ class LiveRun:
             zs = states = zs[: frame.n]
             self._record_paths(ts, zs)
             self._record_ess_steps(zs)
-        due = [i for i, t in enumerate(ts) if t > self.burn and t % self.thin == 0]
+        # the steps kept: past burn-in, at multiples of thin (the first one after both t0 and burn, then every thin-th)
+        due = range((max(self.burn, t0) // self.thin + 1) * self.thin - t0 - 1, frame.n, self.thin)
         if not due:
             return
         for i in due:
             self.samples.offer(ts[i], states[i], alive.get(i, self._all_alive))
         if zs is not None and not alive:
-            # binned once for all the steps: the per-call cost of the binning is most of it at 10^3 chains
-            th = (zs[due] if len(due) < len(zs) else zs)[:, :, :self.dim].reshape(-1, self.dim)
-            self._accumulate(th, self._groups_of_steps(len(due)))
+            # binned once for all the steps, as they lie (a view): the per-call cost of the binning is most of it
+            self._accumulate(zs[due.start::self.thin], self._groups_of_steps(len(due)))
             return
         kept, groups = [], []
         for i in due:
@@ -281,12 +284,16 @@ class LiveRun:
 
     def _cells(self, theta: np.ndarray) -> list[np.ndarray]:
         """Each sample's bin on each plotted coordinate as `dg.uniform_bin_index` finds it, but the coordinate's bin
-        count where it is outside (NaN compares false, so it lands outside too): a bincount of it is the marginal
-        with the outside bin last, one pass fewer than testing both ends."""
+        count where it is outside (NaN too): a bincount of it is the marginal with the outside bin last. theta:
+        (..., coordinates), the samples in its leading axes (a frame's states (steps, chains, n) as they lie). Made
+        in place in one new array a coordinate: at 10^3 chains the binning is mostly the calls' own cost."""
         cells = []
-        for i, nb in enumerate(self._nb):
-            f = (theta[:, i] - self._lo[i]) * self._inv[i]
-            cells.append(np.minimum(np.where(f >= 0, f, nb), nb).astype(np.intp))   # f >= 0 there: truncation is floor
+        for i, (lo, inv, nb) in enumerate(zip(self._lo, self._inv, self._nb)):
+            f = np.subtract(theta[..., i], lo).ravel()
+            f *= inv
+            np.fmin(f, nb, out=f)                 # beyond the last bin, and NaN (which fmin passes over): nb
+            np.copyto(f, nb, where=f < 0)        # before the first: nb; f >= 0 now, so truncation is floor
+            cells.append(f.astype(np.intp))
         return cells
 
     def _counts(self, theta: np.ndarray, groups: np.ndarray | None = None):
@@ -296,11 +303,13 @@ class LiveRun:
         if self.dim == 2:
             # the joint with each coordinate's outside bin: the scored histogram and both marginals in one bincount
             nx, ny = self._nb
-            cell = cells[0] * (ny + 1) + cells[1]
+            cell = cells[0]
+            cell *= ny + 1
+            cell += cells[1]
             grid = np.bincount(cell, minlength=(nx + 1) * (ny + 1)).reshape(nx + 1, ny + 1)
             joint = grid[:nx, :ny]
             marg = [grid[:nx].sum(axis=1), grid[:, :ny].sum(axis=0)]
-            outside = float(theta.shape[0] - joint.sum())
+            outside = float(cell.size - joint.sum())
         else:   # the scored histogram is theta_1's marginal, its outside bin last
             cell = cells[0]
             scored = np.bincount(cell, minlength=self._nb[0] + 1)
@@ -339,20 +348,20 @@ class LiveRun:
             self._group_counts += np.bincount(cells, minlength=n_groups * size).reshape(n_groups, size)
 
     def _accumulate(self, theta: np.ndarray, groups: np.ndarray | None = None) -> None:
-        """Add these live states (rows of theta, from one or more steps) to the histograms."""
+        """Add these live states (theta's rows, or a frame's states (steps, chains, n)) to the histograms."""
         marg, joint, outside = self._counts(theta, groups)
         for acc, c in zip(self.marg_counts, marg):
             acc += c
         self.joint_counts += joint
         self.joint_outside += outside
-        self.kept += theta.shape[0]
+        self.kept += theta.size // theta.shape[-1]
         if self.log_marginal is not None:
             self.log_marginal["counts"] += self._log_counts(theta)
 
     def _log_counts(self, theta):
         lm = self.log_marginal
         with np.errstate(all="ignore"):
-            x = np.log10(theta[:, lm["index"]])
+            x = np.log10(theta[..., lm["index"]])
         idx = dg.uniform_bin_index(x, lm["edges"][0], lm["inv"], 60)
         return np.bincount(idx[idx >= 0], minlength=60)
 
@@ -369,19 +378,31 @@ class LiveRun:
             cols.append(zp[:, self.r_cols[0]])
         self._append_rows(np.concatenate([[float(t)], np.stack(cols, axis=1).ravel()])[None])
 
-    def _record_paths(self, ts, zs: np.ndarray) -> None:
+    def _record_paths(self, ts: range, zs: np.ndarray) -> None:
         """Rows (t, the highlighted chains' columns) of the states zs (steps, chains, n) at steps ts: the
         state's own columns, in one index for all the steps."""
-        points = zs[:, : self.path_chains.size, self._path_cols].reshape(len(zs), -1)
-        rows = np.empty((len(zs), 1 + points.shape[1]))
-        rows[:, 0] = ts
-        rows[:, 1:] = points
-        self._append_rows(rows)
+        k = min(len(zs), self.path_cap)          # the view takes the last path_cap rows: only those are written
+        rows = self._row_slots(k)
+        rows[:, 0] = np.arange(ts[-k], ts[-1] + 1)
+        rows[:, 1:] = zs[len(zs) - k:, : self.path_chains.size, self._path_cols].reshape(k, -1)
 
     def _append_rows(self, rows: np.ndarray) -> None:
-        self._pending.extend(rows)
-        if len(self._pending) > self.path_cap:
-            del self._pending[: len(self._pending) - self.path_cap]
+        rows = rows[len(rows) - min(len(rows), self.path_cap):]
+        self._row_slots(len(rows))[:] = rows
+
+    def _row_slots(self, k: int) -> np.ndarray:
+        """The rows to write k new path rows in (k <= path_cap), after those kept. When they do not fit, the
+        rows a take would still return (the last path_cap - k) move to the front, into a larger array while it is
+        smaller than 2 path_cap: a frame's rows are written in place, and copied once when the view takes them."""
+        n, buf = self._n_rows, self._rows
+        if n + k > len(buf):
+            keep = min(n, self.path_cap - k)
+            size = max(len(buf), min(2 * self.path_cap, max(16, 2 * (keep + k))))
+            new = buf if size == len(buf) else np.empty((size, buf.shape[1]))
+            new[:keep] = buf[n - keep: n]
+            self._rows, buf, n = new, new, keep
+        self._n_rows = n + k
+        return buf[n: n + k]
 
     def _record_ess(self, z: np.ndarray) -> None:
         self._ess_buf[self._ess_n % len(self._ess_buf)] = self.theta_of(z[: self._ess_chains])[:, 0]
@@ -422,8 +443,9 @@ class LiveRun:
 
     def take_path_points(self) -> np.ndarray:
         """New rows (t, then per highlighted chain its plotted coordinates [and r]) since last call."""
-        rows = np.array(self._pending) if self._pending else np.zeros((0, 1))
-        self._pending = []
+        n = self._n_rows
+        rows = self._rows[max(n - self.path_cap, 0): n].copy() if n else np.zeros((0, 1))
+        self._n_rows = 0
         return rows
 
     @property
@@ -448,8 +470,8 @@ class LiveRun:
             out[1] = z[:, self.r_cols[0]]
         else:
             np.multiply(out[0], 0, out=out[1])
-        alive = self.ens.guard.alive[: self.max_points]
-        if not alive.all():
+        if not self.ens.guard._none_frozen:
+            alive = self.ens.guard.alive[: self.max_points]
             out[:, ~alive] = np.nan
         return out
 
@@ -501,33 +523,39 @@ class LiveRun:
             n = self.group_counts.sum(axis=1)
             value = float("nan")
             if n.min() >= MIN_GROUP_SAMPLES:
-                if self._floor_q is None:
-                    self._floor_q = np.append(self.masses.ravel(), max(1.0 - float(self.masses.sum()), 0.0))
-                q = self._floor_q
+                q = self.exact_bins[0]
                 # a diverged chain leaves its group a little short: each group's counts as shares of the same size
                 value = floor_from_counts(self.group_counts * (n.mean() / n)[:, None], n.mean(), q)
             self._floor = (self.t, value)
         return self._floor[1]
 
+    @property
+    def exact_bins(self) -> tuple[np.ndarray, np.ndarray]:
+        """The exact bin masses with the outside bin's, and those floored as the KL takes them (`dg.exact_bins`): the
+        target's, fixed for the run, so made once (KL and TV, and the noise floor, read them)."""
+        if self._exact_bins is None:
+            self._exact_bins = dg.exact_bins(self.masses)
+        return self._exact_bins
+
     def spread(self, dens: np.ndarray) -> float:
         """The samples' standard deviation of the first plotted coordinate over the exact one (from the exact bin
         masses): above 1 the histogram is wider than the exact density, below 1 narrower."""
         e = self.edges[0]
-        mid = 0.5 * (e[1:] + e[:-1])
         p = np.asarray(dens, float)
         if self._exact_sd is None:      # the target's, fixed for the run: once (NaN where it cannot be told)
+            self._mid = mid = 0.5 * (e[1:] + e[:-1])
             q = self.masses if self.masses.ndim == 1 else self.masses.reshape(len(mid), -1).sum(axis=1)
             ok = self.dim <= 2 and len(q) == len(mid) and q.sum() > 0
             self._exact_sd = _sd(q, mid) if ok else float("nan")
         exact = self._exact_sd
         if not exact > 0 or p.sum() <= 0:
             return float("nan")
-        return _sd(p, mid) / exact
+        return _sd(p, self._mid) / exact
 
     def metrics(self) -> dict:
         """Scalars for the metrics panel."""
         dens, joint, outside = self.histograms()
-        kl, tv = dg.counts_kl_tv(joint, outside, self.masses)
+        kl, tv = dg.counts_kl_tv(joint, outside, self.masses, exact=self.exact_bins)
         ess, eff = self.ess()
         n = self.kept if self.kept else max(int(self.alive.sum()), 1)
         out = dict(t=self.t, chains=self.chains, dim=self.dim, diverged=self.n_diverged, kl=kl, tv=tv, ess=ess,
