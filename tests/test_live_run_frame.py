@@ -70,7 +70,7 @@ def _same(m1, m2):
                                  dict(potential="sparse-dirichlet", sampler="scir", batch=10)])
 def test_the_histograms_count_as_numpys_histogram_does_outside_and_nan_included(cfg):
     """The one-pass binning against np.histogram on the same edges (1-D joint, 2-D joint, a marginal beyond 2-D):
-    states inside, outside the box on either side, and NaN (a diverged row's), which count as outside."""
+    states inside, outside the box on either side, NaN (a diverged row's) and ±inf, which count as outside."""
     run = Lab(LabConfig(chains=64, **cfg)).runs[0]
     rng = np.random.default_rng(3)
     lo, hi = np.array([e[0] for e in run.edges]), np.array([e[-1] for e in run.edges])
@@ -79,6 +79,7 @@ def test_the_histograms_count_as_numpys_histogram_does_outside_and_nan_included(
     k = len(run.edges)
     theta[:, :k] = lo + width * rng.uniform(-0.2, 1.2, (4000, k))
     theta[::97, 0] = np.nan
+    theta[5::89, 0], theta[7::83, k - 1] = np.inf, -np.inf
     run._accumulate(theta)
     x = theta[:, 0]
     if run.dim == 2:
@@ -177,3 +178,25 @@ def test_a_frames_records_are_those_of_its_steps_one_by_one(cfg, monkeypatch):
     np.testing.assert_array_equal(run.take_path_points(), np.array(rows[-60:]))
     if cfg["sampler"] == "sgld":
         assert 0 < run.n_diverged < run.chains
+
+
+def test_the_path_rows_taken_between_frames_are_the_last_path_cap_rows_of_each_step():
+    """The rows written into an array (issue 28, the frame-cost round) against the rows of each step kept as a list
+    capped at path_cap after every append, as until then: taken after some frames and not others, frames longer
+    than the cap, the array moving its rows and growing."""
+    sampler = Lab(LabConfig(potential="banana", sampler="sghmc", chains=50)).runs[0].sampler
+    run, ref = (LiveRun(sampler, 50, seed=5) for _ in range(2))
+    run.path_cap = ref.path_cap = 9
+    pending = [ref.take_path_points()[0]]          # the start's row
+    for steps, take in [(3, False), (4, False), (5, True), (1, True), (12, False), (2, True), (8, False),
+                        (8, False), (3, True), (20, True), (9, True), (6, False), (7, True)]:
+        run.advance(steps)
+        for _ in range(steps):
+            ref.advance(1)
+            pending += list(ref.take_path_points())
+            del pending[: max(len(pending) - ref.path_cap, 0)]
+        if take:
+            np.testing.assert_array_equal(run.take_path_points(), np.array(pending))
+            pending = []
+    run.advance(7)
+    assert run.take_path_points().shape == (7, 1 + 3 * 3) and run.take_path_points().shape[0] == 0

@@ -309,7 +309,8 @@ class LiveRun:
             grid = np.bincount(cell, minlength=(nx + 1) * (ny + 1)).reshape(nx + 1, ny + 1)
             joint = grid[:nx, :ny]
             marg = [grid[:nx].sum(axis=1), grid[:, :ny].sum(axis=0)]
-            outside = float(cell.size - joint.sum())
+            # inside: θ₁'s marginal less its samples outside on θ₂ (sums of 50, not of the joint's 2500)
+            outside = float(cell.size - (int(marg[0].sum()) - int(grid[:nx, ny].sum())))
         else:   # the scored histogram is theta_1's marginal, its outside bin last
             cell = cells[0]
             scored = np.bincount(cell, minlength=self._nb[0] + 1)
@@ -318,7 +319,7 @@ class LiveRun:
         if groups is not None and self.groups > 1:
             # each sample's cell in its group's grid, counted when group_counts is read or enough wait
             base = self._steps_base if groups is self._steps_groups else groups * self._cells_per_group
-            self._group_cells.append(base + cell)
+            self._group_cells.append(np.add(cell, base, out=cell))    # cell is counted: its array is reused
             self._group_pending += cell.size
             if self._group_pending > GROUP_FOLD:
                 self._fold_groups()
