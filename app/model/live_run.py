@@ -341,9 +341,9 @@ class LiveRun:
         if self.dim == 2:
             nx, ny = self._nb
             grid = np.bincount(cells, minlength=n_groups * (nx + 1) * (ny + 1)).reshape(n_groups, nx + 1, ny + 1)
-            inside = grid[:, :nx, :ny].reshape(n_groups, -1)
-            self._group_counts[:, :-1] += inside
-            self._group_counts[:, -1] += grid.sum(axis=(1, 2)) - inside.sum(axis=1)
+            # the joint's bins in place (a view of the counts: a split last axis), the outside from the grid's edges
+            self._group_counts[:, :-1].reshape(n_groups, nx, ny)[...] += grid[:, :nx, :ny]
+            self._group_counts[:, -1] += grid[:, nx].sum(axis=1) + grid[:, :nx, ny].sum(axis=1)
         else:
             size = self._nb[0] + 1
             self._group_counts += np.bincount(cells, minlength=n_groups * size).reshape(n_groups, size)
