@@ -285,11 +285,9 @@ def _acf(x):
     means = x.mean(axis=0)
     xc = x - means
     nfft = fft.next_fast_len(2 * n, real=True)  # zero padding avoids wrap-around
-    # numpy's pocketfft, the same transforms as scipy.fft's bit for bit (tests/test_diagnostics.py), about twice as
-    # fast along the first axis of a few hundred chains (the lab's ESS trace: docs/notes/app-frames.md)
-    power = np.abs(np.fft.rfft(xc, n=nfft, axis=0)) ** 2
+    power = np.abs(fft.rfft(xc, n=nfft, axis=0)) ** 2
     # Averaging spectra before the inverse FFT is cheaper and equivalent.
-    acov = np.fft.irfft(power.mean(axis=1), n=nfft, axis=0)[:n] / n
+    acov = fft.irfft(power.mean(axis=1), n=nfft, axis=0)[:n] / n
     w = acov[0] * n / (n - 1)  # mean within-chain variance
     b_over_n = means.var(axis=0, ddof=1) if m > 1 else 0.0
     var_plus = acov[0] + b_over_n

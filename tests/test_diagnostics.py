@@ -290,31 +290,6 @@ def test_the_sum_of_squares_test_is_made_where_it_holds():
     assert dg.sumsq_limit(np.zeros(10), 1e200) is None and dg.sumsq_limit(np.zeros(10, int), 1e6) is None
 
 
-def _acf_with_scipy_fft(x):
-    """`dg._acf` as it was written with scipy.fft (until issue 28's frame-cost round): the reference its numpy
-    FFT must equal bit for bit, so that every ESS printed before (tests/golden) stays the same."""
-    from scipy import fft
-    n, m = x.shape[:2]
-    xc = x - x.mean(axis=0)
-    nfft = fft.next_fast_len(2 * n, real=True)
-    acov = fft.irfft((np.abs(fft.rfft(xc, n=nfft, axis=0)) ** 2).mean(axis=1), n=nfft, axis=0)[:n] / n
-    w = acov[0] * n / (n - 1)
-    b_over_n = x.mean(axis=0).var(axis=0, ddof=1) if m > 1 else 0.0
-    var_plus = acov[0] + b_over_n
-    var_plus = np.where(np.all(x == x[:1, :1], axis=(0, 1)), np.nan, var_plus)
-    rho = 1.0 - (w - acov) / var_plus
-    rho[0] = np.where(np.isnan(var_plus), np.nan, 1.0)
-    return rho
-
-
-@pytest.mark.parametrize("shape", [(256, 128, 1), (257, 3, 2), (1000, 1, 1), (37, 8, 3)])
-def test_the_autocorrelation_is_that_of_scipys_fft_bit_for_bit(shape):
-    """The lab's ESS trace (256 steps of 128 chains) and odd lengths, random walks and noise."""
-    rng = np.random.default_rng(sum(shape))
-    x = rng.standard_t(3, size=shape).cumsum(axis=0) * 0.1 + rng.normal(size=shape)
-    np.testing.assert_array_equal(dg._acf(x), _acf_with_scipy_fft(x))
-
-
 def test_counts_kl_tv_with_the_exact_bins_kept_is_the_same_bit_for_bit():
     """KL and TV as they were computed (p and q made each call, q floored) against the kept exact bins."""
     rng = np.random.default_rng(4)
