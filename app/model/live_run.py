@@ -286,7 +286,7 @@ class LiveRun:
         """Each sample's bin on each plotted coordinate as `dg.uniform_bin_index` finds it, but the coordinate's bin
         count where it is outside (NaN too): a bincount of it is the marginal with the outside bin last. theta:
         (..., coordinates), the samples in its leading axes (a frame's states (steps, chains, n) as they lie). Made
-        in place in one new array a coordinate: at 10^3 chains the binning is mostly the calls' own cost."""
+        in place in one new array a coordinate (it took five temporaries: docs/notes/app-frames.md)."""
         cells = []
         for i, (lo, inv, nb) in enumerate(zip(self._lo, self._inv, self._nb)):
             f = np.subtract(theta[..., i], lo).ravel()
@@ -379,7 +379,7 @@ class LiveRun:
             cols.append(zp[:, self.r_cols[0]])
         self._append_rows(np.concatenate([[float(t)], np.stack(cols, axis=1).ravel()])[None])
 
-    def _record_paths(self, ts: range, zs: np.ndarray) -> None:
+    def _record_paths(self, ts, zs: np.ndarray) -> None:
         """Rows (t, the highlighted chains' columns) of the states zs (steps, chains, n) at steps ts: the
         state's own columns, in one index for all the steps."""
         k = min(len(zs), self.path_cap)          # the view takes the last path_cap rows: only those are written
