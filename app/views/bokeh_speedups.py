@@ -146,7 +146,8 @@ FROZEN_SETTINGS = (settings.simple_ids, settings.pretty)
 _defaults: dict = {}
 SIMPLE_IDS, PRETTY = settings.simple_ids(), settings.pretty()     # as FROZEN_SETTINGS keeps them (install())
 MAX_SAFE_INT = 2**53 - 1           # Bokeh's _MAX_SAFE_INT: integers JavaScript holds exactly
-FLOAT = {float}
+FLOAT, STR = {float}, {str}
+BYTE_ORDER = sys.byteorder
 # the types FrameEncoder encodes itself, unless Bokeh has been given an encoder of one of them (Serializer.register)
 OWN_TYPES = {str, bool, float, int, list, dict, PropertyValueList, PropertyValueDict, PropertyValueColumnData,
              np.ndarray, type(None)}
@@ -368,8 +369,10 @@ class FrameEncoder:
         kind = type(event)
         if kind is ColumnDataChangedEvent:
             data, cols = event.data, event.cols
-            if data is None:
-                data = getattr(event.model, event.attr)
+            if data is None:       # the model's value, read without the property's descriptor where it is set
+                data = event.model._property_values.get(event.attr)
+                if data is None:
+                    data = getattr(event.model, event.attr)
             if cols is not None:
                 data = {col: value for col in cols if (value := data.get(col)) is not None}
             return COLUMN_DATA_CHANGED % (ESCAPE(event.model.id), ESCAPE(event.attr), self.json(data), self.json(cols))
@@ -404,18 +407,24 @@ class FrameEncoder:
                 if form is None:
                     form = FLOAT_LISTS[n] = "[" + ",".join(["%.17g"] * n) + "]"
                 return form % tuple(obj)
+            if {*map(type, obj)} == STR:      # column names
+                return "[" + ",".join(map(ESCAPE, obj)) + "]"
             return "[" + ",".join([self.json(v) for v in obj]) + "]"
         if kind is dict or kind is PropertyValueColumnData or kind is PropertyValueDict:
             if not obj:
                 return '{"type":"map"}'
+            json = self.json
             return ('{"type":"map","entries":['
-                    + ",".join(["[" + self.json(k) + "," + self.json(v) + "]" for k, v in obj.items()]) + "]}")
+                    + ",".join(["[" + (ESCAPE(k) if type(k) is str else json(k)) + "," + json(v) + "]"
+                                for k, v in obj.items()]) + "]}")
         if kind is np.ndarray and obj.ndim and obj.flags.c_contiguous:
             dtype = BINARY_NAMES.get(obj.dtype)
             if dtype is not None:
                 buffer = Buffer(fast_id(), obj.data)
                 self.buffers.append(buffer)
-                return NDARRAY % (ESCAPE(buffer.id), ",".join(map(int.__repr__, obj.shape)), dtype, sys.byteorder)
+                shape = obj.shape
+                return NDARRAY % (ESCAPE(buffer.id), int.__repr__(shape[0]) if len(shape) == 1
+                                  else ",".join(map(int.__repr__, shape)), dtype, BYTE_ORDER)
         return CONTENT_JSON(self.bokeh(obj))
 
 

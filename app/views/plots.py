@@ -587,7 +587,7 @@ class RunPlots:
             top = float(d.max()) if len(d) else 0.0
             if not math.isfinite(top):
                 continue
-            shown = y_range.end
+            shown = _start_end(y_range)[1]
             if top > shown:
                 y_range.end = 1.15 * top
             elif 2 * top < shown and shown > end and run.accumulating:
