@@ -655,7 +655,9 @@ def _value(model, name: str):
 # lists, of the sources' lengths; together that was a tenth of a frame's server CPU.
 # The event then goes to the document as Bokeh's `Model.trigger` hands it on (`notify_change`), without the walk
 # through the model's and the callback manager's triggers, which only add an invoker of the source's Python
-# callbacks on "data" (none here: with one, Bokeh's way).
+# callbacks on "data" (none here: with one, Bokeh's way). Held to be combined (a frame's hold), it is appended: Bokeh
+# would offer it to each held event first, and its events combine only with their own kinds (a property's new value,
+# a title), never with a change of columns.
 def set_columns(source: ColumnDataSource, cols: dict) -> None:
     data = _data(source)
     dict.update(data, cols)
@@ -682,8 +684,12 @@ def _changed(source: ColumnDataSource, data, event) -> None:
     doc = event.document
     if doc is None or source._callbacks.get("data"):
         source.trigger("data", data, data, hint=event)
+        return
+    callbacks = doc.callbacks
+    if callbacks._hold == "combine":
+        callbacks._held_events.append(event)
     else:
-        doc.callbacks.trigger_on_change(event)
+        callbacks.trigger_on_change(event)
 
 
 def show_html(pane: pn.pane.HTML, text: str) -> None:
