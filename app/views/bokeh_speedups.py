@@ -72,6 +72,7 @@ import logging
 import struct
 import sys
 from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 from bokeh.core.has_props import HasProps
@@ -155,6 +156,9 @@ BINARY_NAMES = {dtype: dtype.name for dtype in BINARY_ARRAY_TYPES}    # native b
 CONTENT_JSON = PayloadEncoder(separators=(",", ":")).encode          # serialize_json's, not pretty
 ESCAPE = json.encoder.encode_basestring_ascii                          # ... and its strings' (ensure_ascii)
 FLOAT_LISTS: dict[int, str] = {}   # n -> the %-format of a JSON list of n floats to 17 significant digits
+# (names..., lengths...) -> the %-format of a map of lists of floats (a stream's new rows): the lists' floats in one go
+FLOAT_MAPS: dict[tuple, str] = {}
+LIST = {list}
 COLUMN_DATA_CHANGED = '{"kind":"ColumnDataChanged","model":{"id":%s},"attr":%s,"data":%s,"cols":%s}'
 COLUMNS_STREAMED = '{"kind":"ColumnsStreamed","model":{"id":%s},"attr":%s,"data":%s,"rollover":%s}'
 MODEL_CHANGED = '{"kind":"ModelChanged","model":{"id":%s},"attr":%s,"new":%s}'
@@ -413,6 +417,20 @@ class FrameEncoder:
         if kind is dict or kind is PropertyValueColumnData or kind is PropertyValueDict:
             if not obj:
                 return '{"type":"map"}'
+            values = obj.values()
+            if {*map(type, values)} == LIST:
+                # lists only (a stream's new rows): if of finite floats, all in one format (see FLOAT_MAPS)
+                flat = [*chain.from_iterable(values)]
+                if {*map(type, flat)} <= FLOAT and (total := sum(flat)) - total == 0.0:
+                    form = FLOAT_MAPS.get(shape := (*obj, *map(len, values)))
+                    if form is None and {*map(type, obj)} == STR:
+                        if len(FLOAT_MAPS) > 1000:
+                            FLOAT_MAPS.clear()
+                        form = FLOAT_MAPS[shape] = ('{"type":"map","entries":[' + ",".join(
+                            ["[" + ESCAPE(k).replace("%", "%%") + ",[" + ",".join(["%.17g"] * len(v)) + "]]"
+                             for k, v in obj.items()]) + "]}")
+                    if form is not None:
+                        return form % tuple(flat)
             json = self.json
             return ('{"type":"map","entries":['
                     + ",".join(["[" + (ESCAPE(k) if type(k) is str else json(k)) + "," + json(v) + "]"
