@@ -158,6 +158,7 @@ ESCAPE = json.encoder.encode_basestring_ascii                          # ... and
 FLOAT_LISTS: dict[int, str] = {}   # n -> the %-format of a JSON list of n floats to 17 significant digits
 # (names..., lengths...) -> the %-format of a map of lists of floats (a stream's new rows): the lists' floats in one go
 FLOAT_MAPS: dict[tuple, str] = {}
+FLOAT_MAP_MAX = 4096               # floats of a map written so: a larger one list by list (its format not kept)
 LIST = {list}
 COLUMN_DATA_CHANGED = '{"kind":"ColumnDataChanged","model":{"id":%s},"attr":%s,"data":%s,"cols":%s}'
 COLUMNS_STREAMED = '{"kind":"ColumnsStreamed","model":{"id":%s},"attr":%s,"data":%s,"rollover":%s}'
@@ -421,10 +422,11 @@ class FrameEncoder:
             if {*map(type, values)} == LIST:
                 # lists only (a stream's new rows): if of finite floats, all in one format (see FLOAT_MAPS)
                 flat = [*chain.from_iterable(values)]
-                if {*map(type, flat)} <= FLOAT and (total := sum(flat)) - total == 0.0:
+                if (len(flat) <= FLOAT_MAP_MAX and {*map(type, flat)} <= FLOAT
+                        and (total := sum(flat)) - total == 0.0):
                     form = FLOAT_MAPS.get(shape := (*obj, *map(len, values)))
                     if form is None and {*map(type, obj)} == STR:
-                        if len(FLOAT_MAPS) > 1000:
+                        if len(FLOAT_MAPS) >= 256:      # a few shapes a session (its sources, its steps a frame)
                             FLOAT_MAPS.clear()
                         form = FLOAT_MAPS[shape] = ('{"type":"map","entries":[' + ",".join(
                             ["[" + ESCAPE(k).replace("%", "%%") + ",[" + ",".join(["%.17g"] * len(v)) + "]]"
