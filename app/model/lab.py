@@ -42,16 +42,6 @@ from .reasons import Block, BlockKind, Notice, NoticeKind, one_line
 from .runner import LIMIT_S, POOLS, USER_ERRORS, Failure, Sandbox, memory_left
 from .session import Session
 
-_UNSET = object()
-
-
-def _int_value(obj: param.Parameterized, name: str):
-    """`getattr(obj, name)` of an Integer parameter, read from the values param keeps where it holds an int or None:
-    param's own read checks each time whether the value is dynamic (a callable), a few µs a frame."""
-    value = obj._param__private.values.get(name, _UNSET)
-    return value if value is None or type(value) is int else getattr(obj, name)
-
-
 MAX_STATE = 4_000_000          # chains x state size: beyond this one session would hog the server
 FRAME_BUDGET_S = 0.020         # one session's frame: at most this much of a core (FRAME_MS is 40)
 UNIT_S = 30e-9                 # a step costs about this per chain x state variable x inner step (docs/notes/serving.md)
@@ -605,8 +595,7 @@ class Lab(Session):
 
     @property
     def steps_per_frame(self) -> int:
-        limit = _int_value(self, "speed_limit")
-        return _int_value(self.config, "speed") if limit is None else max(1, limit)
+        return self.config.speed if self.speed_limit is None else max(1, self.speed_limit)
 
     # -- running ---------------------------------------------------------------------
     def play(self) -> None:
