@@ -151,6 +151,10 @@ def test_the_comparison_tells_a_changed_message():
 VALUES = [1.5, -0.0, 1e-320, float("nan"), float("inf"), -float("inf"), 0, 2**53 - 1, 2**53, -(2**60), True, None,
           "", "a \"quoted\" \\ <b>&amp;</b> ≤ θ₁ — 日本語 \U0001f600", [], [0.5, 2.0], [1, 2.5], [0.5, float("nan")],
           [1e308, 1e308], ["a", None], [[0.5], [1.5]], (0.5, 1), {"a": 1.0}, {}, {1: "x"}, np.float64(0.25),
+          # maps of lists (a stream's new rows): of floats (written in one format), a name with a '%', an empty
+          # list, a NaN or an int among them, names not strings
+          {"x0%s": [0.5, 1 / 3], "y": [-0.0, 5e-324]}, {"t": [], "x": [0.1]}, {"x": [0.5, float("nan")], "y": [1.0]},
+          {"t": [1, 2], "x": [0.5, 1.5]}, {1: [0.5], 2.5: [1.5]},
           np.int64(7), np.float32(0.5), np.array(3.5), np.arange(3.0),
           # lists of floats, written to 17 significant digits: zeros' signs, the extremes, and doubles of every scale
           [-0.0, 0.0, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, -1.7976931348623157e308, 0.1, 1 / 3],

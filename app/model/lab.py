@@ -526,9 +526,13 @@ class Lab(Session):
 
     @property
     def can_run(self) -> bool:
+        runs = self.runs
+        return self._can_run(runs, [r.n_diverged for r in runs])
+
+    def _can_run(self, runs, diverged) -> bool:
         # a run whose chains have all diverged has nothing left to step (Reset starts it again)
-        return (bool(self.runs) and not self.blocks and not any(r.error for r in self.runs)
-                and not any(r.n_diverged >= r.chains for r in self.runs))
+        return (bool(runs) and not self.blocks and not any(r.error for r in runs)
+                and not any(n >= r.chains for r, n in zip(runs, diverged)))
 
     def rebuild(self, fallback: bool = False) -> None:
         """New runs from the configuration; on bad input keep the old runs on screen, blocked.
@@ -617,12 +621,13 @@ class Lab(Session):
         """Advance every run by `steps`, or by the speed within the session's frame budget: a frame of the
         frame loop stops early once it has used FRAME_BUDGET_S (the cost model is an estimate; a typed U
         or a large minibatch may cost more). False when nothing could run."""
-        if not self.can_run:
+        runs = self.runs
+        before = [run.n_diverged for run in runs]      # each a count over the chains: read once, for can_run too
+        if not self._can_run(runs, before):
             self.playing = False
             return False
         timed = steps is None
         steps = self.steps_per_frame if timed else int(steps)
-        before = [run.n_diverged for run in self.runs]
         start = time.perf_counter()
         # all the steps in one call per run when the last frame's cost per step says they fit half the budget (a
         # run's steps in one call share its per-call costs: the first step alone cost a second round of them); else,
@@ -630,7 +635,7 @@ class Lab(Session):
         done, chunk = 0, (steps if not timed or self._step_cost * steps <= FRAME_BUDGET_S / 2 else 1)
         while done < steps:
             n = min(chunk, steps - done)
-            for run, side in zip(self.runs, self.sides):
+            for run, side in zip(runs, self.sides):
                 try:
                     run.advance(n)
                 except USER_ERRORS as err:
@@ -647,7 +652,7 @@ class Lab(Session):
             # are their own, so the order of A's and B's steps changes nothing); else step by step, checking it
             if not timed or used * steps <= FRAME_BUDGET_S * done / 2:
                 chunk = steps
-        for run, side, n0 in zip(self.runs, self.sides, before):
+        for run, side, n0 in zip(runs, self.sides, before):
             if run.n_diverged > n0:
                 eps = side.sampler.params.get("eps")
                 hint = f" — try a smaller step size, e.g. eps = {eps / 4:.3g}" if eps else ""

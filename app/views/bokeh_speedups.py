@@ -72,6 +72,7 @@ import logging
 import struct
 import sys
 from functools import lru_cache
+from itertools import chain
 
 import numpy as np
 from bokeh.core.has_props import HasProps
@@ -146,7 +147,8 @@ FROZEN_SETTINGS = (settings.simple_ids, settings.pretty)
 _defaults: dict = {}
 SIMPLE_IDS, PRETTY = settings.simple_ids(), settings.pretty()     # as FROZEN_SETTINGS keeps them (install())
 MAX_SAFE_INT = 2**53 - 1           # Bokeh's _MAX_SAFE_INT: integers JavaScript holds exactly
-FLOAT = {float}
+FLOAT, STR = {float}, {str}
+BYTE_ORDER = sys.byteorder
 # the types FrameEncoder encodes itself, unless Bokeh has been given an encoder of one of them (Serializer.register)
 OWN_TYPES = {str, bool, float, int, list, dict, PropertyValueList, PropertyValueDict, PropertyValueColumnData,
              np.ndarray, type(None)}
@@ -154,6 +156,10 @@ BINARY_NAMES = {dtype: dtype.name for dtype in BINARY_ARRAY_TYPES}    # native b
 CONTENT_JSON = PayloadEncoder(separators=(",", ":")).encode          # serialize_json's, not pretty
 ESCAPE = json.encoder.encode_basestring_ascii                          # ... and its strings' (ensure_ascii)
 FLOAT_LISTS: dict[int, str] = {}   # n -> the %-format of a JSON list of n floats to 17 significant digits
+# (names..., lengths...) -> the %-format of a map of lists of floats (a stream's new rows): the lists' floats in one go
+FLOAT_MAPS: dict[tuple, str] = {}
+FLOAT_MAP_MAX = 4096               # floats of a map written so: a larger one list by list (its format not kept)
+LIST = {list}
 COLUMN_DATA_CHANGED = '{"kind":"ColumnDataChanged","model":{"id":%s},"attr":%s,"data":%s,"cols":%s}'
 COLUMNS_STREAMED = '{"kind":"ColumnsStreamed","model":{"id":%s},"attr":%s,"data":%s,"rollover":%s}'
 MODEL_CHANGED = '{"kind":"ModelChanged","model":{"id":%s},"attr":%s,"new":%s}'
@@ -368,8 +374,10 @@ class FrameEncoder:
         kind = type(event)
         if kind is ColumnDataChangedEvent:
             data, cols = event.data, event.cols
-            if data is None:
-                data = getattr(event.model, event.attr)
+            if data is None:       # the model's value, read without the property's descriptor where it is set
+                data = event.model._property_values.get(event.attr)
+                if data is None:
+                    data = getattr(event.model, event.attr)
             if cols is not None:
                 data = {col: value for col in cols if (value := data.get(col)) is not None}
             return COLUMN_DATA_CHANGED % (ESCAPE(event.model.id), ESCAPE(event.attr), self.json(data), self.json(cols))
@@ -404,18 +412,39 @@ class FrameEncoder:
                 if form is None:
                     form = FLOAT_LISTS[n] = "[" + ",".join(["%.17g"] * n) + "]"
                 return form % tuple(obj)
+            if {*map(type, obj)} == STR:      # column names
+                return "[" + ",".join(map(ESCAPE, obj)) + "]"
             return "[" + ",".join([self.json(v) for v in obj]) + "]"
         if kind is dict or kind is PropertyValueColumnData or kind is PropertyValueDict:
             if not obj:
                 return '{"type":"map"}'
+            values = obj.values()
+            if {*map(type, values)} == LIST:
+                # lists only (a stream's new rows): if of finite floats, all in one format (see FLOAT_MAPS)
+                flat = [*chain.from_iterable(values)]
+                if (len(flat) <= FLOAT_MAP_MAX and {*map(type, flat)} <= FLOAT
+                        and (total := sum(flat)) - total == 0.0):
+                    form = FLOAT_MAPS.get(shape := (*obj, *map(len, values)))
+                    if form is None and {*map(type, obj)} == STR:
+                        if len(FLOAT_MAPS) >= 256:      # a few shapes a session (its sources, its steps a frame)
+                            FLOAT_MAPS.clear()
+                        form = FLOAT_MAPS[shape] = ('{"type":"map","entries":[' + ",".join(
+                            ["[" + ESCAPE(k).replace("%", "%%") + ",[" + ",".join(["%.17g"] * len(v)) + "]]"
+                             for k, v in obj.items()]) + "]}")
+                    if form is not None:
+                        return form % tuple(flat)
+            json = self.json
             return ('{"type":"map","entries":['
-                    + ",".join(["[" + self.json(k) + "," + self.json(v) + "]" for k, v in obj.items()]) + "]}")
+                    + ",".join(["[" + (ESCAPE(k) if type(k) is str else json(k)) + "," + json(v) + "]"
+                                for k, v in obj.items()]) + "]}")
         if kind is np.ndarray and obj.ndim and obj.flags.c_contiguous:
             dtype = BINARY_NAMES.get(obj.dtype)
             if dtype is not None:
                 buffer = Buffer(fast_id(), obj.data)
                 self.buffers.append(buffer)
-                return NDARRAY % (ESCAPE(buffer.id), ",".join(map(int.__repr__, obj.shape)), dtype, sys.byteorder)
+                shape = obj.shape
+                return NDARRAY % (ESCAPE(buffer.id), int.__repr__(shape[0]) if len(shape) == 1
+                                  else ",".join(map(int.__repr__, shape)), dtype, BYTE_ORDER)
         return CONTENT_JSON(self.bokeh(obj))
 
 

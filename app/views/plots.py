@@ -551,24 +551,26 @@ class RunPlots:
         text=False leaves the metrics panel as it is: the frame loop refreshes the numbers a few times
         a second, which is as fast as they can be read (and each refresh costs the browser ~8 ms).
         score=False (only with text=False) skips computing them (KL, TV, ESS): nothing reads them this frame."""
+        bounds = self._bounds()
         rows = run.take_path_points()
         if len(rows):
-            cols = self._path_columns(rows)
+            cols = self._path_columns(rows, bounds)
             for src, rollover in self._path_sources:
-                stream_columns(src, {c: cols[c] for c in src.data}, rollover)
+                stream_columns(src, {c: cols[c] for c in _data(src)}, rollover)
             if self.trace is not None:
                 self._scroll_trace(rows[-1, 0])
         if self.main is not None:
             # float32 halves the largest part of a frame's message; the screen needs no more precision
             xy = run.ensemble_xy()
-            lo, hi = self._bounds()[:2]
+            lo, hi = bounds[:2]
             if xy.dtype != lo.dtype:       # compared in the points' precision, as with a scalar bound
                 lo, hi = lo.astype(xy.dtype), hi.astype(xy.dtype)
-            bad = (xy < lo) | (xy > hi)
+            bad = xy < lo
+            bad |= xy > hi
             xy = xy.astype(np.float32)
-            xy[bad] = np.nan
+            np.copyto(xy, np.nan, where=bad)
             pts = {"x": xy[0], "y": xy[1]}
-            if xy.shape[1] != len(self.ens.data["hid"]):
+            if xy.shape[1] != len(_data(self.ens)["hid"]):
                 # another number of chains: every column at once, or BokehJS sees columns of two lengths
                 self.ens.data = {**pts, "hid": np.arange(xy.shape[1], dtype=float)}
             else:
@@ -585,7 +587,7 @@ class RunPlots:
             top = float(d.max()) if len(d) else 0.0
             if not math.isfinite(top):
                 continue
-            shown = y_range.end
+            shown = _value(y_range, "end")
             if top > shown:
                 y_range.end = 1.15 * top
             elif 2 * top < shown and shown > end and run.accumulating:
@@ -607,10 +609,11 @@ class RunPlots:
         if t > xr.end:
             xr.update(start=t - TRACE_ROLLOVER, end=t + TRACE_AHEAD)
 
-    def _path_columns(self, rows):
-        """The path rows' columns by name (see _row_names), each coordinate outside its range as NaN."""
-        lo, hi = self._bounds()[2:]
-        bad = (rows < lo) | (rows > hi)
+    def _path_columns(self, rows, bounds):
+        """The path rows' columns by name (see _row_names), each coordinate outside its range (`_bounds`) as NaN."""
+        lo, hi = bounds[2:]
+        bad = rows < lo
+        bad |= rows > hi
         if bad.any():
             rows = np.where(bad, np.nan, rows)
         return {name: col for name, col in zip(self._row_names, rows.T.tolist()) if name is not None}
@@ -618,7 +621,7 @@ class RunPlots:
     def _bounds(self) -> tuple:
         """The ranges' (see _ranges) lower and upper bounds as columns of an ensemble's (2, points) array, and as a
         path row's (see _row_bounds); made again only when a range moves (the user pans or zooms)."""
-        key = [v for r in self._ranges() for v in (r.start, r.end)]
+        key = [_value(r, name) for r in self._ranges() for name in ("start", "end")]
         if key != self._bounds_at:
             pairs = [sorted(key[i:i + 2]) for i in range(0, len(key), 2)]
             coords = np.array(pairs, float)
@@ -639,24 +642,54 @@ class RunPlots:
 
 
 
+def _value(model, name: str):
+    """`getattr(model, name)` without the property's descriptor where the value is set. (A value never set costs the
+    descriptor tens of µs; a Range1d keeps no start or end equal to its default, 0 or 1.)"""
+    values = model._property_values
+    return values[name] if name in values else getattr(model, name)
+
+
 # A frame's changes of its sources, as Bokeh's `source.data.update(cols)` and `source.stream(new, rollover)` make
 # them (the same data kept here, the same events sent), without what Bokeh does around each: a copy of every column
 # of the source and a validation of all its data, at each change. The columns a frame sets are its own arrays and
 # lists, of the sources' lengths; together that was a tenth of a frame's server CPU.
+# The event then goes to the document as Bokeh's `Model.trigger` hands it on (`notify_change`), without the walk
+# through the model's and the callback manager's triggers, which only add an invoker of the source's Python
+# callbacks on "data" (none here: with one, Bokeh's way). Held to be combined (a frame's hold), it is appended: Bokeh
+# would offer it to each held event first, and its events combine only with their own kinds (a property's new value,
+# a title), never with a change of columns.
 def set_columns(source: ColumnDataSource, cols: dict) -> None:
-    data = source.data
+    data = _data(source)
     dict.update(data, cols)
-    source.trigger("data", data, data, hint=ColumnDataChangedEvent(source.document, source, "data", cols=list(cols)))
+    _changed(source, data, ColumnDataChangedEvent(source.document, source, "data", cols=list(cols)))
 
 
 def stream_columns(source: ColumnDataSource, new: dict, rollover: int) -> None:
-    data = source.data
+    data = _data(source)
     for name, values in new.items():
         column = dict.__getitem__(data, name)      # lists (the sources start with empty lists)
         column.extend(values)
         if len(column) > rollover:
             del column[:len(column) - rollover]
-    source.trigger("data", data, data, hint=ColumnsStreamedEvent(source.document, source, "data", new, rollover))
+    _changed(source, data, ColumnsStreamedEvent(source.document, source, "data", new, rollover))
+
+
+def _data(source: ColumnDataSource):
+    """`source.data` without its descriptor (the value it reads: set, so kept in `_property_values`)."""
+    data = source._property_values.get("data")
+    return source.data if data is None else data
+
+
+def _changed(source: ColumnDataSource, data, event) -> None:
+    doc = event.document
+    if doc is None or source._callbacks.get("data"):
+        source.trigger("data", data, data, hint=event)
+        return
+    callbacks = doc.callbacks
+    if callbacks._hold == "combine":
+        callbacks._held_events.append(event)
+    else:
+        callbacks.trigger_on_change(event)
 
 
 def show_html(pane: pn.pane.HTML, text: str) -> None:
@@ -842,7 +875,7 @@ class KLHistory:
 
 def _set_range(r, start, end) -> None:
     """A range's start and end where they change (Bokeh validates every value set, and sends only changes)."""
-    if r.start != start:
+    if _value(r, "start") != start:
         r.start = start
-    if r.end != end:
+    if _value(r, "end") != end:
         r.end = end
