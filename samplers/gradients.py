@@ -84,14 +84,19 @@ class SimulatedNoise(ExactGradient):
         """As `__call__` without U, in one Python call (at 10^3 chains a step is mostly Python)."""
         if not self.scalar_bhat:
             return lambda theta, rng: self(theta, rng)[1]
-        grad, scale, unit = self.potential.grad, self._scale, self._scale == 1.0
+        grad, scale, unit, wide = self.potential.grad, self._scale, self._scale == 1.0, self.potential.dim > 1
 
         def noisy(theta, rng):
             g = grad(theta)
             noise = rng.standard_normal(theta.shape)
             if not unit:
                 noise *= scale
-            g += noise
+            if wide and not g.flags.c_contiguous:
+                # noise is row-major; a column-major g (a blockwise state's theta) added to it in numpy's own order
+                # ran an inner loop over the d columns: 13 us at 10^3 chains and d = 2, 2.4 in g's order
+                np.add(g, noise, out=g, order="F")
+            else:
+                g += noise
             return g
         return noisy
 
