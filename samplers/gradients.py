@@ -68,6 +68,7 @@ class SimulatedNoise(ExactGradient):
             raise GradientError(f"V must be a scalar or a {d}x{d} matrix, got shape {V.shape}")
         self.V = V
         self.scalar_bhat = V.ndim == 0
+        self._wide = d > 1
 
     def __call__(self, theta, rng, value=False):
         u, g = (self.potential.U(theta) if value else None), self.potential.grad(theta)   # ExactGradient's
@@ -77,7 +78,10 @@ class SimulatedNoise(ExactGradient):
         else:
             if self._scale != 1.0:   # V = 1, the benchmarks' case, needs no pass
                 noise *= self._scale
-            g += noise
+            if self._wide and not g.flags.c_contiguous:   # in g's order (see `gradient`)
+                np.add(g, noise, out=g, order="F")
+            else:
+                g += noise
         return u, g
 
     def gradient(self):

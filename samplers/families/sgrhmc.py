@@ -58,6 +58,8 @@ def sgrhmc_prepare(s, dtype, eps):
     gamma = (0.25 / beta) * np.sqrt(s["metric_D"])
     fixed = fixed_bhat(s)
     scale = eps * (2 / beta - eps * scalar_bhat(s, None)) if fixed else None
+    if np.dtype(dtype) == np.float64 and fixed and scale >= 0:
+        return _sgrhmc_step64(d, oracle, naive, root_mD, metric_C, gamma, scale, eps)
 
     def step(z, rng, t):
         theta, r = z[:, :d], z[:, d:]
@@ -78,6 +80,46 @@ def sgrhmc_prepare(s, dtype, eps):
             noise = np.sqrt(np.maximum(var, 0.0)) * xi
         r_new = r + eps * drift + noise
         return np.concatenate([theta + eps * half * r_new, r_new], axis=1), ONE_GRADIENT
+    return step
+
+
+def _sgrhmc_step64(d, oracle, naive, root_mD, metric_C, gamma, scale, eps):
+    """`sgrhmc_prepare`'s step for a float64 state and a fixed scale c >= 0: each value is the same operation on the
+    same operands (products turned around, which IEEE arithmetic leaves the same), computed in place and written
+    into the new state, and without kick's check: c times a square is never below 0 (a NaN stays one)."""
+    eps_, c_ = np.array(eps), np.array(scale)
+
+    def step(z, rng, t):
+        theta, r = z[:, :d], z[:, d:]
+        u, g = oracle(theta, rng, value=True)
+        w = (u + metric_C)[:, None]
+        aw = np.abs(w)
+        half = aw ** 0.25
+        half *= root_mD                          # root_mD * aw ** 0.25
+        half2 = half * half                      # half ** 2 (numpy's square)
+        drift = np.negative(half) * g            # -half * g
+        if naive:
+            drift -= half2 * r
+        else:
+            drift -= half2 * r
+            corr = np.sign(w)
+            corr *= gamma
+            aw **= -0.75
+            corr *= aw                           # gamma * sign(w) * aw ** -0.75
+            drift += corr * g
+        noise = rng.standard_normal(r.shape)
+        half2 *= c_                              # var = c * half2 >= 0: kick's sqrt(max(var, 0)) is sqrt(var)
+        np.sqrt(half2, out=half2)
+        noise *= half2                           # sqrt(var) * xi
+        out = np.empty_like(z)
+        theta_new, r_new = out[:, :d], out[:, d:]
+        drift *= eps_
+        np.add(r, drift, out=r_new)              # r + eps * drift + noise
+        r_new += noise
+        half *= eps_                             # theta + eps * half * r_new
+        np.multiply(half, r_new, out=theta_new)
+        theta_new += theta
+        return out, ONE_GRADIENT
     return step
 
 

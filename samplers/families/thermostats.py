@@ -57,7 +57,7 @@ def _thermostat_prepare(s, dtype, eps, multivariate: bool):
     d, A, beta, grad = s.dim, s["A"], s.beta, gradient_of(s)
     minus_eps, eps_, temperature = constants(dtype, -eps, eps, 1.0 / beta)
     noise = kicker(s, dtype, lambda b: eps * (2 * A / beta - eps * b))
-    one_xi = multivariate or d == 1
+    one_xi, wide = multivariate or d == 1, d > 1
 
     def step(z, rng, t):
         theta, r, xi = z[:, :d], z[:, d:2 * d], z[:, 2 * d:]
@@ -69,7 +69,10 @@ def _thermostat_prepare(s, dtype, eps, multivariate: bool):
         r_new += g
         r_new *= minus_eps
         r_new += r
-        r_new += noise(theta, r.shape, rng)
+        if wide and not out.flags.c_contiguous:   # the noise is row-major: added in the state's order (SimulatedNoise)
+            np.add(r_new, noise(theta, r.shape, rng), out=r_new, order="F")
+        else:
+            r_new += noise(theta, r.shape, rng)
         np.multiply(r_new, eps_, out=theta_new)
         theta_new += theta
         if one_xi:
