@@ -320,7 +320,7 @@ class Sampler:
     def _resample(self, z, rng, t):
         k = int(self.params.get("resample_every") or 0)
         if k and t > 0 and t % k == 0 and self.has_momentum:
-            z = z.copy()
+            z = z.copy(order="K")   # in the state's layout: a blockwise state stays column-major (samplers.run)
             scale = np.sqrt(self.params.get("M", 1.0) / self.beta)   # r ~ N(0, M / beta)
             z[:, self.layout.columns("momentum")] = scale * rng.standard_normal((z.shape[0], self.dim))
         return z
