@@ -41,6 +41,11 @@ class ExactGradient:
         grad = self.potential.grad
         return lambda theta, rng: grad(theta)
 
+    def value_gradient(self):
+        """(theta, rng) -> (U, grad U), the call with U for a prepared step."""
+        U, grad = self.potential.U, self.potential.grad
+        return lambda theta, rng: (U(theta), grad(theta))
+
     def describe(self) -> str:
         return "exact gradient"
 
@@ -103,6 +108,13 @@ class SimulatedNoise(ExactGradient):
                 g += noise
             return g
         return noisy
+
+    def value_gradient(self):
+        """As `__call__` with U, in one Python call."""
+        if not self.scalar_bhat:
+            return lambda theta, rng: self(theta, rng, value=True)
+        U, noisy = self.potential.U, self.gradient()
+        return lambda theta, rng: (U(theta), noisy(theta, rng))
 
     def bhat(self, theta):
         return self.V if self.V.ndim else float(self.V)

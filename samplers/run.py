@@ -190,7 +190,7 @@ class Ensemble:
                 if new.dtype != dtype:
                     new = new.astype(dtype)
                 # the guard's common case without its calls (limit: see quick_limit), else the guard
-                if limit is None or not guard._none_frozen or not (flat := new.ravel(order="K")).dot(flat) <= limit:
+                if limit is None or not guard._none_frozen or not (flat := new.ravel("K")).dot(flat) <= limit:
                     new = guard.apply_rows(every, self.z, new, guard.step)
                 self.z = new
                 guard.step += 1

@@ -38,6 +38,15 @@ def gradient_of(s) -> Callable:
     return lambda theta, rng: oracle(theta, rng)[1]
 
 
+def value_gradient_of(s) -> Callable:
+    """(theta, rng) -> (U~, grad U~) for a prepared step: the oracle's own lean call where it has one."""
+    lean = getattr(s.oracle, "value_gradient", None)
+    if lean is not None:
+        return lean()
+    oracle = s.oracle
+    return lambda theta, rng: oracle(theta, rng, value=True)
+
+
 def scalar_bhat(s, theta) -> float:
     """B-hat for the gradient the oracle just drew at theta, which a fast path needs to be one number."""
     b = s.current_bhat(theta)

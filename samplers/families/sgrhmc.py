@@ -10,6 +10,7 @@ from samplers.engine.noise import scaled_noise
 from samplers.engine.recipe import Recipe
 from samplers.engine.symbols import StateSymbols
 from samplers.families.common import (
+    constants,
     fixed_bhat,
     gradient,
     hamiltonian_blocks,
@@ -19,6 +20,7 @@ from samplers.families.common import (
     momentum_layout,
     names,
     scalar_bhat,
+    value_gradient_of,
 )
 from samplers.sampler import BHAT, EPS, METRIC_C, METRIC_D, RESAMPLE, SamplerSpec
 
@@ -59,7 +61,7 @@ def sgrhmc_prepare(s, dtype, eps):
     fixed = fixed_bhat(s)
     scale = eps * (2 / beta - eps * scalar_bhat(s, None)) if fixed else None
     if np.dtype(dtype) == np.float64 and fixed and scale >= 0:
-        return _sgrhmc_step64(d, oracle, naive, root_mD, metric_C, gamma, scale, eps)
+        return _sgrhmc_step64(d, value_gradient_of(s), naive, root_mD, metric_C, gamma, scale, eps)
 
     def step(z, rng, t):
         theta, r = z[:, :d], z[:, d:]
@@ -83,15 +85,16 @@ def sgrhmc_prepare(s, dtype, eps):
     return step
 
 
-def _sgrhmc_step64(d, oracle, naive, root_mD, metric_C, gamma, scale, eps):
+def _sgrhmc_step64(d, value_gradient, naive, root_mD, metric_C, gamma, scale, eps):
     """`sgrhmc_prepare`'s step for a float64 state and a fixed scale c >= 0: each value is the same operation on the
     same operands (products turned around, which IEEE arithmetic leaves the same), computed in place and written
-    into the new state, and without kick's check: c times a square is never below 0 (a NaN stays one)."""
-    eps_, c_ = np.array(eps), np.array(scale)
+    into the new state, and without kick's check: c times a square is never below 0 (a NaN stays one). Its
+    constants are 0-d float64 arrays (families.common.constants)."""
+    eps_, c_, root_mD, metric_C, gamma = constants(np.float64, eps, scale, root_mD, metric_C, gamma)
 
     def step(z, rng, t):
         theta, r = z[:, :d], z[:, d:]
-        u, g = oracle(theta, rng, value=True)
+        u, g = value_gradient(theta, rng)
         w = (u + metric_C)[:, None]
         aw = np.abs(w)
         half = aw ** 0.25
