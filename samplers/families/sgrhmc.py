@@ -100,11 +100,9 @@ def _sgrhmc_step64(d, value_gradient, naive, root_mD, metric_C, gamma, scale, ep
         half = aw ** 0.25
         half *= root_mD                          # root_mD * aw ** 0.25
         half2 = half * half                      # half ** 2 (numpy's square)
-        drift = np.negative(half) * g            # -half * g
-        if naive:
-            drift -= half2 * r
-        else:
-            drift -= half2 * r
+        drift = np.negative(half) * g            # -half * g - half2 * r
+        drift -= half2 * r
+        if not naive:
             corr = np.sign(w)
             corr *= gamma
             aw **= -0.75
