@@ -61,3 +61,21 @@ def test_a_blockwise_state_stays_column_major(name, params, potential, make_samp
     assert ens.z.flags.f_contiguous
     ens.advance(7)
     assert ens.z.flags.f_contiguous and (ens.z.shape[1] == 1 or not ens.z.flags.c_contiguous)
+
+
+def test_sgrhmc_takes_a_potentials_own_u_dtype_as_written(make_sampler):
+    """SGRHMC's float64 step assumes a float64 U; a potential whose U is float32 goes on as the step as written (its
+    metric then in float32, as `Sampler.step` computes it), bit for bit."""
+    import dataclasses
+
+    from samplers.gradients import SimulatedNoise
+    from samplers.registry import get_spec
+    from samplers.sampler import Sampler
+    well = get_potential("double-well")
+    pot = dataclasses.replace(well, U=lambda t: well.U(t).astype(np.float32))
+    s = Sampler(get_spec("sgrhmc"), pot, SimulatedNoise(pot, 1.0))
+    ens, ref = (Ensemble(s, 200, seed=4, blocks=1) for _ in range(2))
+    z, rng = ref.z.copy(order="K"), ref.rng
+    for t in range(1, 13):
+        z = s.step(z, rng, t)[0]
+    assert np.array_equal(ens.advance(12), z)

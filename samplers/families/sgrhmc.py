@@ -60,12 +60,13 @@ def sgrhmc_prepare(s, dtype, eps):
     gamma = (0.25 / beta) * np.sqrt(s["metric_D"])
     fixed = fixed_bhat(s)
     scale = eps * (2 / beta - eps * scalar_bhat(s, None)) if fixed else None
-    if np.dtype(dtype) == np.float64 and fixed and scale >= 0:
-        return _sgrhmc_step64(d, value_gradient_of(s), naive, root_mD, metric_C, gamma, scale, eps)
 
     def step(z, rng, t):
         theta, r = z[:, :d], z[:, d:]
         u, g = oracle(theta, rng, value=True)
+        return finish(theta, r, u, g, rng)
+
+    def finish(theta, r, u, g, rng):
         c = scale if fixed else eps * (2 / beta - eps * scalar_bhat(s, theta))
         w = (u + metric_C)[:, None]
         aw = np.abs(w)
@@ -82,19 +83,28 @@ def sgrhmc_prepare(s, dtype, eps):
             noise = np.sqrt(np.maximum(var, 0.0)) * xi
         r_new = r + eps * drift + noise
         return np.concatenate([theta + eps * half * r_new, r_new], axis=1), ONE_GRADIENT
+
+    if np.dtype(dtype) == np.float64 and fixed and scale >= 0:
+        return _sgrhmc_step64(d, value_gradient_of(s), naive, root_mD, metric_C, gamma, scale, eps, finish)
     return step
 
 
-def _sgrhmc_step64(d, value_gradient, naive, root_mD, metric_C, gamma, scale, eps):
+F64 = np.dtype(np.float64)
+
+
+def _sgrhmc_step64(d, value_gradient, naive, root_mD, metric_C, gamma, scale, eps, finish):
     """`sgrhmc_prepare`'s step for a float64 state and a fixed scale c >= 0: each value is the same operation on the
     same operands (products turned around, which IEEE arithmetic leaves the same), computed in place and written
     into the new state, and without kick's check: c times a square is never below 0 (a NaN stays one). Its
-    constants are 0-d float64 arrays (families.common.constants)."""
+    constants are 0-d float64 arrays (families.common.constants), which is the same only for a float64 U: another
+    (a potential's own) goes on as `sgrhmc_prepare`'s step, `finish`."""
     eps_, c_, root_mD, metric_C, gamma = constants(np.float64, eps, scale, root_mD, metric_C, gamma)
 
     def step(z, rng, t):
         theta, r = z[:, :d], z[:, d:]
         u, g = value_gradient(theta, rng)
+        if u.dtype is not F64:
+            return finish(theta, r, u, g, rng)
         w = (u + metric_C)[:, None]
         aw = np.abs(w)
         half = aw ** 0.25
