@@ -30,8 +30,10 @@ def digest(lab) -> str:
     """The numbers a frame leaves behind, hashed: each run's state, counts, pending path rows and ESS trace."""
     h = hashlib.sha256()
     for run in lab.runs:
+        # the pending path rows: a list of arrays before issue 28's fifth round, rows kept in one array since
+        rows = run._pending if hasattr(run, "_pending") else [run._rows[:run._n_rows]]
         for a in (run.ens.z, run.joint_counts, run.group_counts, run._ess_buf, *run.marg_counts,
-                  *run._pending, *run.samples.states):
+                  *rows, *run.samples.states):
             h.update(a.tobytes())
         h.update(repr((run.t, run.kept, run.joint_outside, run._ess_n, run.samples.steps)).encode())
     return h.hexdigest()[:16]
