@@ -219,7 +219,8 @@ class Servers:
 def rates_line(label: str, rates: list[float]) -> str:
     if not rates:
         return f"{label:<34}{'-':>12}"
-    return f"{label:<34}{min(rates):>6.1f} / {statistics.median(rates):<6.1f} (n={len(rates)})"
+    # two decimals: the target is a bound (issue 28: >= 10), which one decimal would round over
+    return f"{label:<34}{min(rates):>6.2f} / {statistics.median(rates):<6.2f} (n={len(rates)})"
 
 
 def latency_line(label: str, lat: list[float]) -> str:

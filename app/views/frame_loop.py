@@ -29,7 +29,7 @@ look heavy, and 20 light sessions beside two heavy Models tabs played at 15-16 u
 
 A class of light sessions slows down together once their frames at the full rate would cost more than CALM_SHARE of
 the loop's time (`demand`): first the numbers under the plots (`text_period`: each refresh of them costs a
-session several frames' worth of the server), then the frames themselves, down to SLOWEST_MS (10 updates/s) at most.
+session several frames' worth of the server), then the frames themselves, down to SLOWEST_MS (10.5 updates/s) at most.
 Past that the loop is full and every session gets an equal share of it, as before. Slowing down early leaves the loop
 room for what a student waits on (a page open, a click), and a frame costs the same at any rate, so each second of
 the loop serves more sessions at 10 updates/s than it serves at 25 (issue 28: 80 sessions at 10 updates/s on 2 cores).
@@ -67,7 +67,8 @@ from tornado.websocket import WebSocketClosedError
 log = logging.getLogger(__name__)
 
 FRAME_MS = 40          # 25 frames per second at most; a frame costs a few ms at 10^4 chains
-SLOWEST_MS = 100       # what a class of light sessions slows down to at most: 10 updates/s
+SLOWEST_MS = 95        # what a class of light sessions slows down to at most: 10.5 updates/s, so that with the
+                       # timers' jitter each keeps 10 (at 100 ms, 80 sessions on 2 cores played 9.98-9.99)
 HEAVY_FRAME_S = 0.015  # a frame's CPU time above which a session's frames are paced
 LOOP_SHARE = 0.4       # of the loop's time, what the sessions' frames may hold it for before heavy ones are paced
 MIN_HEAVY_SHARE = 0.1  # ... of which the heavy ones keep at least this much between them
