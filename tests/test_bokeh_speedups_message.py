@@ -10,18 +10,17 @@ import json
 import time
 
 import numpy as np
-import panel as pn
 import pytest
 from bokeh.document import Document
 from bokeh.document.events import DocumentPatchedEvent
 from bokeh.models import ColumnDataSource, Div, Range1d
 from bokeh.protocol.messages.patch_doc import patch_doc
+from lab_frames import held_tick, playing_lab
 from panel.io.model import monkeypatch_events
 from panel.io.state import set_curdoc
 
 from app.model.presets import FIRST_SCREEN
 from app.views import bokeh_speedups as bs
-from app.views.page import AppView
 
 
 def browser_json(text: str):
@@ -67,14 +66,7 @@ def frames_of_a_lab(query: str, frames: int, monkeypatch) -> list[list]:
     on 0.1 s a frame so that the numbers under the plots and the axes change as they do in a class."""
     clock = [time.monotonic()]
     monkeypatch.setattr(time, "monotonic", lambda: clock[0])
-    app = AppView(query)
-    doc = Document()
-    with set_curdoc(doc):
-        doc.add_root(pn.panel(app).get_root(doc))
-    loop = app.lab_view.loop
-    loop.attach(doc)
-    loop._schedule = lambda *a: None
-    app.lab.playing = True
+    _, doc, loop = playing_lab(query)
     for _ in range(10):
         clock[0] += 0.1
         loop.tick()
@@ -82,13 +74,8 @@ def frames_of_a_lab(query: str, frames: int, monkeypatch) -> list[list]:
     out = []
     for _ in range(frames):
         clock[0] += 0.1
-        doc.hold("combine")
-        try:
-            loop.tick()
-        finally:
-            events, doc.callbacks._held_events = doc.callbacks._held_events, []
-            monkeypatch_events(events)
-            doc.unhold()
+        events = held_tick(doc, loop)
+        monkeypatch_events(events)
         out.append([e for e in events if isinstance(e, DocumentPatchedEvent)])
     return out
 

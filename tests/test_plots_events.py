@@ -5,14 +5,11 @@ model, columns, values, rollover, order) in the document and the same data in th
 import time
 
 import numpy as np
-import panel as pn
 import pytest
-from bokeh.document import Document
 from bokeh.models import ColumnDataSource
-from panel.io.state import set_curdoc
+from lab_frames import held_tick, playing_lab
 
 from app.views import plots
-from app.views.page import AppView
 
 
 def bokeh_set_columns(source, cols):
@@ -53,25 +50,12 @@ def frames(query: str, n: int, monkeypatch) -> tuple[list, list]:
     # how long a frame took (on a busy machine the two plays would step differently)
     for name in ("monotonic", "perf_counter", "thread_time", "process_time"):
         monkeypatch.setattr(time, name, lambda: clock[0])
-    app = AppView(query)
-    doc = Document()
-    with set_curdoc(doc):
-        doc.add_root(pn.panel(app).get_root(doc))
+    _, doc, loop = playing_lab(query)
     names: dict = {}
-    loop = app.lab_view.loop
-    loop.attach(doc)
-    loop._schedule = lambda *a: None
-    app.lab.playing = True
     out = []
     for _ in range(n):
         clock[0] += 0.1
-        doc.hold("combine")
-        try:
-            loop.tick()
-        finally:
-            events, doc.callbacks._held_events = doc.callbacks._held_events, []
-            doc.unhold()
-        out.append([described(e, names) for e in events])
+        out.append([described(e, names) for e in held_tick(doc, loop)])
     sources = [comparable(dict(m.data)) for m in sorted(doc.models, key=lambda m: names.get(m.id, -1))
                if isinstance(m, ColumnDataSource) and m.id in names]
     return out, sources
