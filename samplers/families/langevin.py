@@ -15,6 +15,7 @@ from samplers.families.common import (
     kicker,
     level_metric,
 )
+from samplers.gradients import add_in_order
 from samplers.sampler import BHAT, EPS, METRIC_C, METRIC_D, SamplerSpec
 
 
@@ -32,17 +33,13 @@ def sgld_prepare(s, dtype, eps):
     beta, grad = s.beta, gradient_of(s)
     (minus_eps,) = constants(dtype, -eps)
     noise = kicker(s, dtype, lambda b: eps * (2.0 / beta - eps * b))
-    wide = s.dim > 1
 
     def step(z, rng, t):
         g = grad(z, rng)
         xi = noise(z, z.shape, rng)
         g *= minus_eps   # the oracle's fresh array becomes the new state, without temporaries
         g += z
-        if wide and not g.flags.c_contiguous:   # xi is row-major: added in g's order (SimulatedNoise.gradient)
-            np.add(g, xi, out=g, order="F")
-        else:
-            g += xi
+        add_in_order(g, xi)
         return g, ONE_GRADIENT
     return step
 

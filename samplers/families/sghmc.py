@@ -21,6 +21,7 @@ from samplers.families.common import (
     noise_level,
     scalar_bhat,
 )
+from samplers.gradients import add_in_order
 from samplers.sampler import BHAT, EPS, INTEGRATOR, RESAMPLE, C, M, SamplerSpec
 
 
@@ -62,7 +63,7 @@ def sghmc_prepare(s, dtype, eps):
     decay, eps_, drift = constants(dtype, 1.0 - eps * friction / M, eps, eps / M)
     # with C = 0 the recipe has no diffusion and draws nothing (B-hat still asked for, as `gradient` does)
     noise = kicker(s, dtype, lambda b: eps * (2 * C / beta - eps * b)) if C else None
-    auto, wide = s.bhat is None, d > 1
+    auto = s.bhat is None
 
     def step(z, rng, t):
         theta, r = z[:, :d], z[:, d:]
@@ -74,10 +75,7 @@ def sghmc_prepare(s, dtype, eps):
         g *= eps_
         r_new -= g
         if noise is not None:
-            if wide and not out.flags.c_contiguous:   # xi is row-major: added in the state's order (SimulatedNoise)
-                np.add(r_new, noise(theta, r.shape, rng), out=r_new, order="F")
-            else:
-                r_new += noise(theta, r.shape, rng)
+            add_in_order(r_new, noise(theta, r.shape, rng))
         elif auto:
             scalar_bhat(s, theta)
         np.multiply(r_new, drift, out=theta_new)

@@ -17,6 +17,7 @@ from samplers.families.common import (
     kicker,
     names,
 )
+from samplers.gradients import add_in_order
 from samplers.sampler import BHAT, EPS, INTEGRATOR, A, SamplerSpec
 
 
@@ -57,7 +58,7 @@ def _thermostat_prepare(s, dtype, eps, multivariate: bool):
     d, A, beta, grad = s.dim, s["A"], s.beta, gradient_of(s)
     minus_eps, eps_, temperature = constants(dtype, -eps, eps, 1.0 / beta)
     noise = kicker(s, dtype, lambda b: eps * (2 * A / beta - eps * b))
-    one_xi, wide = multivariate or d == 1, d > 1
+    one_xi = multivariate or d == 1
 
     def step(z, rng, t):
         theta, r, xi = z[:, :d], z[:, d:2 * d], z[:, 2 * d:]
@@ -69,10 +70,7 @@ def _thermostat_prepare(s, dtype, eps, multivariate: bool):
         r_new += g
         r_new *= minus_eps
         r_new += r
-        if wide and not out.flags.c_contiguous:   # the noise is row-major: added in the state's order (SimulatedNoise)
-            np.add(r_new, noise(theta, r.shape, rng), out=r_new, order="F")
-        else:
-            r_new += noise(theta, r.shape, rng)
+        add_in_order(r_new, noise(theta, r.shape, rng))
         np.multiply(r_new, eps_, out=theta_new)
         theta_new += theta
         if one_xi:
