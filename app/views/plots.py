@@ -556,7 +556,7 @@ class RunPlots:
         if len(rows):
             cols = self._path_columns(rows, bounds)
             for src, rollover in self._path_sources:
-                stream_columns(src, {c: cols[c] for c in _data(src)}, rollover)
+                stream_columns(src, {c: cols[c] for c in _value(src, "data")}, rollover)
             if self.trace is not None:
                 self._scroll_trace(rows[-1, 0])
         if self.main is not None:
@@ -570,7 +570,7 @@ class RunPlots:
             xy = xy.astype(np.float32)
             np.copyto(xy, np.nan, where=bad)
             pts = {"x": xy[0], "y": xy[1]}
-            if xy.shape[1] != len(_data(self.ens)["hid"]):
+            if xy.shape[1] != len(_value(self.ens, "data")["hid"]):
                 # another number of chains: every column at once, or BokehJS sees columns of two lengths
                 self.ens.data = {**pts, "hid": np.arange(xy.shape[1], dtype=float)}
             else:
@@ -659,25 +659,19 @@ def _value(model, name: str):
 # would offer it to each held event first, and its events combine only with their own kinds (a property's new value,
 # a title), never with a change of columns.
 def set_columns(source: ColumnDataSource, cols: dict) -> None:
-    data = _data(source)
+    data = _value(source, "data")
     dict.update(data, cols)
     _changed(source, data, ColumnDataChangedEvent(source.document, source, "data", cols=list(cols)))
 
 
 def stream_columns(source: ColumnDataSource, new: dict, rollover: int) -> None:
-    data = _data(source)
+    data = _value(source, "data")
     for name, values in new.items():
         column = dict.__getitem__(data, name)      # lists (the sources start with empty lists)
         column.extend(values)
         if len(column) > rollover:
             del column[:len(column) - rollover]
     _changed(source, data, ColumnsStreamedEvent(source.document, source, "data", new, rollover))
-
-
-def _data(source: ColumnDataSource):
-    """`source.data` without its descriptor (the value it reads: set, so kept in `_property_values`)."""
-    data = source._property_values.get("data")
-    return source.data if data is None else data
 
 
 def _changed(source: ColumnDataSource, data, event) -> None:
