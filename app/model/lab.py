@@ -526,13 +526,9 @@ class Lab(Session):
 
     @property
     def can_run(self) -> bool:
-        runs = self.runs
-        return self._can_run(runs, [r.n_diverged for r in runs])
-
-    def _can_run(self, runs, diverged) -> bool:
         # a run whose chains have all diverged has nothing left to step (Reset starts it again)
-        return (bool(runs) and not self.blocks and not any(r.error for r in runs)
-                and not any(n >= r.chains for r, n in zip(runs, diverged)))
+        return (bool(self.runs) and not self.blocks and not any(r.error for r in self.runs)
+                and not any(r.n_diverged >= r.chains for r in self.runs))
 
     def rebuild(self, fallback: bool = False) -> None:
         """New runs from the configuration; on bad input keep the old runs on screen, blocked.
@@ -621,11 +617,11 @@ class Lab(Session):
         """Advance every run by `steps`, or by the speed within the session's frame budget: a frame of the
         frame loop stops early once it has used FRAME_BUDGET_S (the cost model is an estimate; a typed U
         or a large minibatch may cost more). False when nothing could run."""
-        runs = self.runs
-        before = [run.n_diverged for run in runs]      # each a count over the chains: read once, for can_run too
-        if not self._can_run(runs, before):
+        if not self.can_run:
             self.playing = False
             return False
+        runs = self.runs
+        before = [run.n_diverged for run in runs]
         timed = steps is None
         steps = self.steps_per_frame if timed else int(steps)
         start = time.perf_counter()
